@@ -1,0 +1,266 @@
+//! The napi layer: JavaScript values in, core calls, JavaScript values out.
+//! Functions take and return only numbers and typed arrays (DESIGN.md: the
+//! cheapest things to pass), the tape and plans as externals owned by the JS
+//! garbage collector. Every function catches panics, so none reaches Node.
+
+use crate::core::error::Error as CoreError;
+use crate::core::json;
+use crate::core::op::{Exponent, Op};
+use crate::core::plan::Plan;
+use crate::core::shape::Shape;
+use crate::core::tape::Tape;
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+fn js_err(e: CoreError) -> Error {
+    Error::new(Status::GenericFailure, e.0)
+}
+
+fn shape(rank: u32, d0: f64, d1: f64) -> Result<Shape> {
+    let dim = |d: f64| -> Result<usize> {
+        if d >= 0.0 && d.fract() == 0.0 && d <= usize::MAX as f64 {
+            Ok(d as usize)
+        } else {
+            Err(Error::new(Status::InvalidArg, format!("shape entries must be non-negative integers, got {d}")))
+        }
+    };
+    let dims = match rank {
+        0 => vec![],
+        1 => vec![dim(d0)?],
+        2 => vec![dim(d0)?, dim(d1)?],
+        _ => return Err(Error::new(Status::InvalidArg, "rank is capped at 2")),
+    };
+    Shape::from_dims(&dims).ok_or_else(|| Error::new(Status::InvalidArg, format!("shape [{}] is too large", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))))
+}
+
+/// Ops without static arguments, numbered by their position here; JavaScript
+/// reads this list once to learn the codes.
+const CODED_OPS: [&str; 24] = [
+    "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "sqrt", "square", "tanh", "sigmoid",
+    "relu", "lgamma", "sum", "mean", "matmul", "dot", "transpose", "diagPart", "addDiag", "cholesky", "solveGeneral",
+];
+
+fn coded(code: u32) -> Result<Op> {
+    CODED_OPS
+        .get(code as usize)
+        .and_then(|name| Op::simple(name))
+        .ok_or_else(|| Error::new(Status::InvalidArg, format!("unknown op code {code}")))
+}
+
+#[napi]
+pub fn op_codes() -> Vec<&'static str> {
+    CODED_OPS.to_vec()
+}
+
+/// Leaf kinds as JavaScript numbers them.
+fn leaf_op(kind: u32) -> Op {
+    match kind {
+        0 => Op::Const,
+        1 => Op::Leaf,
+        _ => Op::Input,
+    }
+}
+
+#[napi(catch_unwind)]
+pub fn tape_new() -> External<Tape> {
+    External::new(Tape::default())
+}
+
+#[napi(catch_unwind)]
+pub fn tape_leaf(t: &mut External<Tape>, kind: u32, data: &[f64], rank: u32, d0: f64, d1: f64) -> Result<u32> {
+    let s = shape(rank, d0, d1)?;
+    if data.len() != s.size() {
+        return Err(Error::new(Status::InvalidArg, format!("data length {} does not match shape {s}", data.len())));
+    }
+    t.graph.leaf(leaf_op(kind), s, data).map_err(js_err)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_number(t: &mut External<Tape>, kind: u32, x: f64) -> Result<u32> {
+    t.graph.leaf(leaf_op(kind), Shape::Scalar, &[x]).map_err(js_err)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_op1(t: &mut External<Tape>, code: u32, a: u32) -> Result<u32> {
+    t.graph.op(coded(code)?, &[a], true).map_err(js_err)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_op2(t: &mut External<Tape>, code: u32, a: u32, b: u32) -> Result<u32> {
+    t.graph.op(coded(code)?, &[a, b], true).map_err(js_err)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_pow(t: &mut External<Tape>, a: u32, k: f64) -> Result<u32> {
+    t.graph.op(Op::Pow(Exponent::new(k)), &[a], true).map_err(js_err)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_reshape(t: &mut External<Tape>, a: u32, rank: u32, d0: f64, d1: f64) -> Result<u32> {
+    let s = shape(rank, d0, d1)?;
+    t.graph.op(Op::Reshape(s), &[a], true).map_err(js_err)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_slice(t: &mut External<Tape>, a: u32, s0: u32, s1: u32, z0: u32, z1: u32) -> Result<u32> {
+    let op = Op::Slice { start: [s0 as usize, s1 as usize], size: [z0 as usize, z1 as usize] };
+    t.graph.op(op, &[a], true).map_err(js_err)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_concat(t: &mut External<Tape>, parts: &[u32], axis: u32) -> Result<u32> {
+    t.graph.op(Op::Concat { axis: axis.min(2) as u8 }, parts, true).map_err(js_err)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_triangular_solve(t: &mut External<Tape>, a: u32, b: u32, lower: bool) -> Result<u32> {
+    t.graph.op(Op::TriangularSolve { lower }, &[a, b], true).map_err(js_err)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_external(t: &mut External<Tape>, data: &[f64], rank: u32, d0: f64, d1: f64, parents: &[u32]) -> Result<u32> {
+    let s = shape(rank, d0, d1)?;
+    t.graph.external(s, data, parents).map_err(js_err)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_shape(t: &External<Tape>, id: u32) -> Result<Vec<u32>> {
+    let node = t.graph.node(id).map_err(js_err)?;
+    Ok(node.shape.dims().into_iter().map(|d| d as u32).collect())
+}
+
+#[napi(catch_unwind)]
+pub fn tape_value(t: &External<Tape>, id: u32) -> Result<Float64Array> {
+    Ok(Float64Array::with_data_copied(t.graph.value(id).map_err(js_err)?))
+}
+
+/// The first element of a node's value: the value of a scalar objective.
+#[napi(catch_unwind)]
+pub fn tape_scalar(t: &External<Tape>, id: u32) -> Result<f64> {
+    Ok(t.graph.value(id).map_err(js_err)?.first().copied().unwrap_or(f64::NAN))
+}
+
+/// Start a reverse sweep; returns the id of a hand-built node whose closure
+/// must run before `tapeResume`, or -1 when the sweep is complete.
+#[napi(catch_unwind)]
+pub fn tape_backward(t: &mut External<Tape>, root: u32, seed: Option<&[f64]>) -> Result<i64> {
+    Ok(t.backward(root, seed).map_err(js_err)?.map_or(-1, i64::from))
+}
+
+#[napi(catch_unwind)]
+pub fn tape_resume(t: &mut External<Tape>) -> i64 {
+    t.resume().map_or(-1, i64::from)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_adjoint(t: &External<Tape>, id: u32) -> Option<Float64Array> {
+    t.adjoint(id).map(Float64Array::with_data_copied)
+}
+
+#[napi(catch_unwind)]
+pub fn tape_accumulate(t: &mut External<Tape>, id: u32, contribution: &[f64]) -> Result<()> {
+    t.accumulate(id, contribution).map_err(js_err)
+}
+
+/// The adjoints of `leaves` one after another in `out`, zeros for a leaf the
+/// sweep did not reach.
+#[napi(catch_unwind)]
+pub fn tape_gradients(t: &External<Tape>, leaves: &[u32], mut out: Float64ArraySlice) -> Result<()> {
+    // SAFETY: a fresh buffer of the caller's, not aliased by any other argument.
+    let out = unsafe { out.as_mut() };
+    let mut at = 0;
+    for &id in leaves {
+        let size = t.graph.node(id).map_err(js_err)?.shape.size();
+        let Some(dst) = out.get_mut(at..at + size) else {
+            return Err(Error::new(Status::InvalidArg, "gradient buffer too small"));
+        };
+        match t.adjoint(id) {
+            Some(a) => dst.copy_from_slice(a),
+            None => dst.fill(0.0),
+        }
+        at += size;
+    }
+    Ok(())
+}
+
+#[napi(catch_unwind)]
+pub fn plan_build(t: &External<Tape>, root: u32, params: &[u32], inputs: &[u32]) -> Result<External<Plan>> {
+    Ok(External::new(Plan::build(&t.graph, root, params, inputs).map_err(js_err)?))
+}
+
+#[napi(catch_unwind)]
+pub fn plan_from_json(text: String) -> Result<External<Plan>> {
+    Ok(External::new(json::plan_from_json(&text).map_err(js_err)?))
+}
+
+/// Feed every parameter and input: slot `i` reads `flat` from offset
+/// `layout[i]` when that is >= 0, else the whole of `views[-layout[i] - 1]`,
+/// in place.
+fn feed(p: &mut Plan, flat: &[f64], views: &[&[f64]], layout: &[i32]) -> Result<()> {
+    if layout.len() != p.slot_count() {
+        return Err(Error::new(Status::InvalidArg, "layout does not match the plan"));
+    }
+    for (i, &at) in layout.iter().enumerate() {
+        let data = if at >= 0 {
+            let size = if i < p.params().len() { p.params()[i].shape } else { p.inputs()[i - p.params().len()].shape }.size();
+            flat.get(at as usize..at as usize + size)
+        } else {
+            views.get((-(at + 1)) as usize).copied()
+        };
+        let data = data.ok_or_else(|| Error::new(Status::InvalidArg, "argument buffer too small"))?;
+        p.set(i, data).map_err(js_err)?;
+    }
+    Ok(())
+}
+
+/// One replay: feed, forward, and (with `grad`) backward, writing parameter
+/// gradients like the inputs were read (`gradFlat` at `layout` offsets, or
+/// the whole of a `gradViews` entry). Returns the root's first value.
+#[napi(catch_unwind)]
+pub fn plan_run(
+    p: &mut External<Plan>,
+    flat: &[f64],
+    views: Vec<&[f64]>,
+    layout: &[i32],
+    mut grad_flat: Float64ArraySlice,
+    grad_views: Vec<Float64ArraySlice>,
+) -> Result<f64> {
+    feed(p, flat, &views, layout)?;
+    // SAFETY: the gradient buffers are fresh arrays of the caller's, distinct
+    // from every input and from each other.
+    let grad_flat = unsafe { grad_flat.as_mut() };
+    let value = p.forward().map_err(js_err)?[0];
+    p.backward();
+    let mut grad_views: Vec<&mut [f64]> = grad_views.into_iter().map(|mut v| unsafe { &mut *(v.as_mut() as *mut [f64]) }).collect();
+    for i in 0..p.params().len() {
+        let at = layout[i];
+        let size = p.params()[i].shape.size();
+        let out = if at >= 0 {
+            grad_flat.get_mut(at as usize..at as usize + size)
+        } else {
+            grad_views.get_mut((-(at + 1)) as usize).map(|v| &mut **v)
+        };
+        let out = out.ok_or_else(|| Error::new(Status::InvalidArg, "gradient buffer too small"))?;
+        p.gradient(i, out).map_err(js_err)?;
+    }
+    Ok(value)
+}
+
+/// A forward replay alone; the root's value is copied into `out`.
+#[napi(catch_unwind)]
+pub fn plan_forward(p: &mut External<Plan>, flat: &[f64], views: Vec<&[f64]>, layout: &[i32], mut out: Float64ArraySlice) -> Result<()> {
+    feed(p, flat, &views, layout)?;
+    // SAFETY: a fresh buffer of the caller's, not aliased by any input.
+    let out = unsafe { out.as_mut() };
+    let value = p.forward().map_err(js_err)?;
+    if out.len() != value.len() {
+        return Err(Error::new(Status::InvalidArg, "output buffer does not match the root"));
+    }
+    out.copy_from_slice(value);
+    Ok(())
+}
+
+#[napi(catch_unwind)]
+pub fn plan_root_shape(p: &External<Plan>) -> Vec<u32> {
+    p.root_shape().dims().into_iter().map(|d| d as u32).collect()
+}

@@ -1,0 +1,208 @@
+//! A graph of nodes whose values live in one flat arena. The eager tape
+//! records into a graph as ops are called; a plan owns a compacted one.
+
+use super::error::{Error, Result};
+use super::kernels::{self, Inputs};
+use super::op::{Op, Parents};
+use super::shape::{Shape, MAX_ELEMENTS};
+use crate::fail;
+use std::collections::HashMap;
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub op: Op,
+    pub parents: Parents,
+    pub shape: Shape,
+    /// Offset of the value (and of the adjoint, in an adjoint arena laid
+    /// out alike) in the arena.
+    pub val: usize,
+    /// Offset of the op's scratch in the aux arena.
+    pub aux: usize,
+    pub aux_len: usize,
+}
+
+impl Node {
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.val..self.val + self.shape.size()
+    }
+}
+
+#[derive(Default)]
+pub struct Graph {
+    pub nodes: Vec<Node>,
+    pub values: Vec<f64>,
+    pub aux: Vec<f64>,
+    /// Pure nodes by (op, parents), so an identical node is made once: both
+    /// `solvePSD(K, y)` and `logdetPSD(K)` then factor `K` a single time.
+    merged: HashMap<(Op, Parents), u32>,
+}
+
+/// Grow an arena by `len` zeros, refusing what cannot be allocated rather
+/// than aborting the process.
+fn grow(arena: &mut Vec<f64>, len: usize) -> Result<usize> {
+    let at = arena.len();
+    if len > MAX_ELEMENTS || arena.try_reserve(len).is_err() {
+        return fail!("out of memory: cannot hold {len} more values");
+    }
+    arena.resize(at + len, 0.0);
+    Ok(at)
+}
+
+/// The parents of `node` as a kernel reads them, from the lower part of an
+/// arena (parents always sit before their children).
+pub fn inputs<'a>(nodes: &[Node], node: &Node, values: &'a [f64]) -> Inputs<'a> {
+    Inputs {
+        vals: node.parents.iter().map(|&p| &values[nodes[p as usize].range()]).collect(),
+        shapes: node.parents.iter().map(|&p| nodes[p as usize].shape).collect(),
+    }
+}
+
+/// Evaluate node `id` from its parents' values.
+pub fn eval(nodes: &[Node], id: usize, values: &mut [f64], aux: &mut [f64]) -> Result<()> {
+    let node = &nodes[id];
+    let (lower, upper) = values.split_at_mut(node.val);
+    let p = inputs(nodes, node, lower);
+    kernels::forward(node.op, &p, &mut upper[..node.shape.size()], &mut aux[node.aux..node.aux + node.aux_len])
+}
+
+/// Propagate node `id`'s adjoint to each parent that `needs` one.
+pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux: &mut [f64], needs: &[bool]) {
+    let node = &nodes[id];
+    let (lower, upper) = adj.split_at_mut(node.val);
+    let g = &upper[..node.shape.size()];
+    let p = inputs(nodes, node, values);
+    let out = &values[node.range()];
+    let aux = &mut aux[node.aux..node.aux + node.aux_len];
+    kernels::prepare_adjoint(node.op, &p, g, aux);
+    for (k, &parent) in node.parents.iter().enumerate() {
+        if needs[parent as usize] {
+            let d = &mut lower[nodes[parent as usize].range()];
+            kernels::adjoint(node.op, k, &p, out, g, aux, d);
+        }
+    }
+}
+
+impl Graph {
+    pub fn node(&self, id: u32) -> Result<&Node> {
+        self.nodes.get(id as usize).ok_or_else(|| Error(format!("node {id} does not exist")))
+    }
+
+    pub fn value(&self, id: u32) -> Result<&[f64]> {
+        Ok(&self.values[self.node(id)?.range()])
+    }
+
+    fn append(&mut self, op: Op, parents: Parents, shape: Shape, aux_len: usize) -> Result<u32> {
+        if self.nodes.len() >= u32::MAX as usize {
+            return fail!("graph is full");
+        }
+        let val = grow(&mut self.values, shape.size())?;
+        let aux = grow(&mut self.aux, aux_len).inspect_err(|_| self.values.truncate(val))?;
+        self.nodes.push(Node { op, parents, shape, val, aux, aux_len });
+        Ok((self.nodes.len() - 1) as u32)
+    }
+
+    /// A leaf (`Leaf`, `Input` or `Const`) holding `data`, or zeros when
+    /// `data` is empty and the shape is not.
+    pub fn leaf(&mut self, op: Op, shape: Shape, data: &[f64]) -> Result<u32> {
+        debug_assert!(op.is_leaf());
+        if !data.is_empty() && data.len() != shape.size() {
+            return fail!("data length {} does not match shape {}", data.len(), shape);
+        }
+        let id = self.append(op, Parents::new(), shape, 0)?;
+        if !data.is_empty() {
+            let r = self.nodes[id as usize].range();
+            self.values[r].copy_from_slice(data);
+        }
+        Ok(id)
+    }
+
+    /// A node built by hand in JavaScript: its value is given, its adjoint is
+    /// the caller's business.
+    pub fn external(&mut self, shape: Shape, data: &[f64], parents: &[u32]) -> Result<u32> {
+        for &p in parents {
+            self.node(p)?;
+        }
+        if data.len() != shape.size() {
+            return fail!("data length {} does not match shape {}", data.len(), shape);
+        }
+        let id = self.append(Op::External, parents.into(), shape, 0)?;
+        let r = self.nodes[id as usize].range();
+        self.values[r].copy_from_slice(data);
+        Ok(id)
+    }
+
+    /// Record `op` on `parents`, merging it with an identical earlier node.
+    /// With `evaluate` the value is computed now; an op that fails (a matrix
+    /// that is not positive definite) leaves the graph as it was.
+    pub fn op(&mut self, op: Op, parents: &[u32], evaluate: bool) -> Result<u32> {
+        let mut shapes = smallvec::SmallVec::<[Shape; 2]>::new();
+        for &p in parents {
+            shapes.push(self.node(p)?.shape);
+        }
+        let shape = op.infer(&shapes)?;
+        if shape.size() > MAX_ELEMENTS {
+            return fail!("{}: result of {} elements is too large", op.name(), shape.size());
+        }
+        let key = (op, Parents::from_slice(parents));
+        if let Some(&id) = self.merged.get(&key) {
+            return Ok(id);
+        }
+        let id = self.append(op, key.1.clone(), shape, op.aux_len(&shapes))?;
+        if evaluate {
+            if let Err(e) = eval(&self.nodes, id as usize, &mut self.values, &mut self.aux) {
+                let node = self.nodes.pop().expect("just pushed");
+                self.values.truncate(node.val);
+                self.aux.truncate(node.aux);
+                return Err(e);
+            }
+        }
+        self.merged.insert(key, id);
+        Ok(id)
+    }
+
+    /// Replace a node by a constant holding its current value (constant folding).
+    pub fn freeze(&mut self, id: u32) {
+        let node = &mut self.nodes[id as usize];
+        node.op = Op::Const;
+        node.parents.clear();
+    }
+}
+
+/// The nodes that reach `root`, parents before children: a depth-first
+/// post-order that visits a node's parents from the last to the first. This
+/// is the order plans are written in (SPEC §8) and the order every adjoint
+/// sweep runs backwards, so eager, compiled and rebuilt plans accumulate
+/// adjoints in the same order and agree bit for bit.
+pub fn post_order(nodes: &[Node], root: u32) -> Vec<u32> {
+    let mut seen = vec![false; nodes.len()];
+    let mut order = Vec::new();
+    let mut stack: Vec<(u32, usize)> = vec![(root, 0)];
+    seen[root as usize] = true;
+    while let Some(top) = stack.last_mut() {
+        let (id, visited) = *top;
+        let parents = &nodes[id as usize].parents;
+        if visited < parents.len() {
+            top.1 += 1;
+            let p = parents[parents.len() - 1 - visited];
+            if !seen[p as usize] {
+                seen[p as usize] = true;
+                stack.push((p, 0));
+            }
+        } else {
+            order.push(id);
+            stack.pop();
+        }
+    }
+    order
+}
+
+/// Which nodes of `order` carry an adjoint: the sources and everything that
+/// depends on one. Indexed by node id; nodes outside `order` are false.
+pub fn needs_adjoint(nodes: &[Node], order: &[u32], is_source: impl Fn(&Node) -> bool) -> Vec<bool> {
+    let mut needs = vec![false; nodes.len()];
+    for &id in order {
+        let node = &nodes[id as usize];
+        needs[id as usize] = is_source(node) || node.parents.iter().any(|&p| needs[p as usize]);
+    }
+    needs
+}

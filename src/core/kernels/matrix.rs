@@ -1,0 +1,110 @@
+//! Reductions, products and the shape ops. Row-major throughout; products go
+//! through nalgebra's gemm (matrixmultiply for all but tiny sizes) on views of
+//! the arena, so nothing is allocated.
+
+use nalgebra::{DMatrixView, DMatrixViewMut, Dyn};
+
+/// A row-major `rows×cols` block of the arena as a nalgebra matrix, or as
+/// its transpose, without copying: only the strides change.
+fn view(data: &[f64], rows: usize, cols: usize, transposed: bool) -> DMatrixView<'_, f64, Dyn, Dyn> {
+    if transposed {
+        DMatrixView::from_slice_with_strides(data, cols, rows, 1, cols)
+    } else {
+        DMatrixView::from_slice_with_strides(data, rows, cols, cols, 1)
+    }
+}
+
+/// C = beta·C + op(A) op(B) for row-major C [m×n]; `a` holds A as stored
+/// (`[m×k]`, or `[k×m]` when `ta`), `b` likewise (`[k×n]`, or `[n×k]` when
+/// `tb`). `beta` 0 overwrites C without reading it.
+pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, beta: f64, c: &mut [f64]) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if beta == 0.0 {
+        c.fill(0.0);
+    }
+    let (ar, ac) = if ta { (k, m) } else { (m, k) };
+    let (br, bc) = if tb { (n, k) } else { (k, n) };
+    let av = view(a, ar, ac, ta);
+    let bv = view(b, br, bc, tb);
+    let mut cv = DMatrixViewMut::from_slice_with_strides_mut(c, m, n, n, 1);
+    cv.gemm(1.0, &av, &bv, 1.0);
+}
+
+/// Σ x, left to right.
+pub fn sum(x: &[f64]) -> f64 {
+    x.iter().fold(0.0, |s, &v| s + v)
+}
+
+/// Σ x[i] y[i], left to right.
+pub fn dot(x: &[f64], y: &[f64]) -> f64 {
+    x.iter().zip(y).fold(0.0, |s, (&a, &b)| s + a * b)
+}
+
+/// y += s x.
+pub fn axpy(s: f64, x: &[f64], y: &mut [f64]) {
+    for (yi, &xi) in y.iter_mut().zip(x) {
+        *yi += s * xi;
+    }
+}
+
+/// out = A x for row-major A [m×k].
+pub fn matvec(k: usize, a: &[f64], x: &[f64], out: &mut [f64]) {
+    for (o, row) in out.iter_mut().zip(a.chunks_exact(k)) {
+        *o = dot(row, x);
+    }
+}
+
+pub fn transpose(m: usize, n: usize, a: &[f64], out: &mut [f64]) {
+    for i in 0..m {
+        for j in 0..n {
+            out[j * m + i] = a[i * n + j];
+        }
+    }
+}
+
+/// out += Aᵀ for row-major A [m×n] (the adjoint of transpose).
+pub fn add_transposed(m: usize, n: usize, a: &[f64], out: &mut [f64]) {
+    for i in 0..m {
+        for j in 0..n {
+            out[j * m + i] += a[i * n + j];
+        }
+    }
+}
+
+/// Visit the rows of a `[start, start+size)` block of a row-major matrix
+/// with `cols` columns (a vector is one row): `f(offset in the matrix,
+/// offset in the block, length)`.
+pub fn for_block(cols: usize, start: [usize; 2], size: [usize; 2], vector: bool, mut f: impl FnMut(usize, usize, usize)) {
+    if vector {
+        f(start[0], 0, size[0]);
+        return;
+    }
+    for r in 0..size[0] {
+        f((start[0] + r) * cols + start[1], r * size[1], size[1]);
+    }
+}
+
+/// Visit each part of a concatenation: `f(part, offset in the part, offset
+/// in the result, length)` over row pieces, so both the forward copy and the
+/// adjoint split walk the same layout.
+pub fn for_concat(parts: &[(usize, usize)], axis: u8, matrix: bool, mut f: impl FnMut(usize, usize, usize, usize)) {
+    if !matrix || axis == 0 {
+        // Scalars and vectors flatten; matrices stacked by rows are contiguous too.
+        let mut at = 0;
+        for (k, &(r, c)) in parts.iter().enumerate() {
+            f(k, 0, at, r * c);
+            at += r * c;
+        }
+        return;
+    }
+    let total: usize = parts.iter().map(|&(_, c)| c).sum();
+    let mut col = 0;
+    for (k, &(r, c)) in parts.iter().enumerate() {
+        for i in 0..r {
+            f(k, i * c, i * total + col, c);
+        }
+        col += c;
+    }
+}

@@ -1,0 +1,12 @@
+//! The pure-Rust core: no napi types, tested with `cargo test`.
+
+pub mod error;
+pub mod graph;
+pub mod json;
+pub mod kernels;
+pub mod linalg;
+pub mod op;
+pub mod plan;
+pub mod shape;
+pub mod special;
+pub mod tape;

@@ -1,0 +1,323 @@
+//! The one Op enum, its static arguments, its exported name and its shape rule.
+
+use super::error::Result;
+use super::shape::Shape;
+use crate::fail;
+use smallvec::SmallVec;
+
+/// Parent node indices; most ops have one or two.
+pub type Parents = SmallVec<[u32; 2]>;
+
+/// A pow exponent, held by its bits so that `Op` can be hashed for merging.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Exponent(u64);
+
+impl Exponent {
+    pub fn new(k: f64) -> Self {
+        Exponent(k.to_bits())
+    }
+    pub fn get(self) -> f64 {
+        f64::from_bits(self.0)
+    }
+}
+
+/// How a binary elementwise op lines its operands up (SPEC §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Broadcast {
+    Same,
+    /// The left operand is a scalar.
+    ScalarLeft,
+    /// The right operand is a scalar.
+    ScalarRight,
+    /// The left operand is a vector applied to every row of the right matrix.
+    RowLeft,
+    /// The right operand is a vector applied to every row of the left matrix.
+    RowRight,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// A leaf that receives a gradient: a parameter, or a `variable`.
+    Leaf,
+    /// A leaf fed anew on every replay of a plan, with no gradient.
+    Input,
+    /// A leaf frozen at trace time.
+    Const,
+    /// A node built by hand in JavaScript: its value was given and its
+    /// adjoint is computed by a JavaScript closure.
+    External,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Maximum,
+    Minimum,
+    Neg,
+    Exp,
+    Log,
+    Sqrt,
+    Square,
+    Tanh,
+    Sigmoid,
+    Relu,
+    Lgamma,
+    Pow(Exponent),
+    Sum,
+    Mean,
+    Matmul,
+    Dot,
+    Transpose,
+    DiagPart,
+    AddDiag,
+    Reshape(Shape),
+    Slice { start: [usize; 2], size: [usize; 2] },
+    /// Matrices join along `axis`; scalars and vectors flatten (axis unused).
+    Concat { axis: u8 },
+    Cholesky,
+    TriangularSolve { lower: bool },
+    SolveGeneral,
+}
+
+impl Op {
+    /// The name the op is exported under, as written in a plan.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Leaf => "param",
+            Op::Input => "input",
+            Op::Const => "const",
+            Op::External => "external",
+            Op::Add => "add",
+            Op::Sub => "sub",
+            Op::Mul => "mul",
+            Op::Div => "div",
+            Op::Maximum => "maximum",
+            Op::Minimum => "minimum",
+            Op::Neg => "neg",
+            Op::Exp => "exp",
+            Op::Log => "log",
+            Op::Sqrt => "sqrt",
+            Op::Square => "square",
+            Op::Tanh => "tanh",
+            Op::Sigmoid => "sigmoid",
+            Op::Relu => "relu",
+            Op::Lgamma => "lgamma",
+            Op::Pow(_) => "pow",
+            Op::Sum => "sum",
+            Op::Mean => "mean",
+            Op::Matmul => "matmul",
+            Op::Dot => "dot",
+            Op::Transpose => "transpose",
+            Op::DiagPart => "diagPart",
+            Op::AddDiag => "addDiag",
+            Op::Reshape(_) => "reshape",
+            Op::Slice { .. } => "slice",
+            Op::Concat { .. } => "concat",
+            Op::Cholesky => "cholesky",
+            Op::TriangularSolve { .. } => "triangularSolve",
+            Op::SolveGeneral => "solveGeneral",
+        }
+    }
+
+    /// Operation without static arguments, by exported name.
+    pub fn simple(name: &str) -> Option<Op> {
+        Some(match name {
+            "add" => Op::Add,
+            "sub" => Op::Sub,
+            "mul" => Op::Mul,
+            "div" => Op::Div,
+            "maximum" => Op::Maximum,
+            "minimum" => Op::Minimum,
+            "neg" => Op::Neg,
+            "exp" => Op::Exp,
+            "log" => Op::Log,
+            "sqrt" => Op::Sqrt,
+            "square" => Op::Square,
+            "tanh" => Op::Tanh,
+            "sigmoid" => Op::Sigmoid,
+            "relu" => Op::Relu,
+            "lgamma" => Op::Lgamma,
+            "sum" => Op::Sum,
+            "mean" => Op::Mean,
+            "matmul" => Op::Matmul,
+            "dot" => Op::Dot,
+            "transpose" => Op::Transpose,
+            "diagPart" => Op::DiagPart,
+            "addDiag" => Op::AddDiag,
+            "cholesky" => Op::Cholesky,
+            "solveGeneral" => Op::SolveGeneral,
+            _ => return None,
+        })
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        matches!(self, Op::Leaf | Op::Input | Op::Const)
+    }
+
+    /// Every op but the leaves and hand-built nodes is a pure function of its
+    /// parents, so two such nodes with equal op and parents can be merged.
+    pub fn is_pure(&self) -> bool {
+        !self.is_leaf() && !matches!(self, Op::External)
+    }
+
+    /// Scratch the op keeps beside its value, for its adjoint.
+    pub fn aux_len(&self, parents: &[Shape]) -> usize {
+        match self {
+            Op::Cholesky => parents[0].size(),
+            Op::TriangularSolve { .. } => parents[1].size(),
+            Op::SolveGeneral => {
+                let n = parents[0].rows_cols().0;
+                n * n + n + parents[1].size()
+            }
+            _ => 0,
+        }
+    }
+
+    /// The output shape, or the error the user sees (SPEC §3–§5).
+    pub fn infer(&self, p: &[Shape]) -> Result<Shape> {
+        let arity = match self {
+            Op::Leaf | Op::Input | Op::Const => Some(0),
+            Op::External | Op::Concat { .. } => None,
+            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => Some(2),
+            Op::Matmul | Op::Dot | Op::AddDiag | Op::TriangularSolve { .. } | Op::SolveGeneral => Some(2),
+            _ => Some(1),
+        };
+        if let Some(k) = arity {
+            if p.len() != k {
+                return fail!("{}: takes {} operand{}, got {}", self.name(), k, if k == 1 { "" } else { "s" }, p.len());
+            }
+        }
+        match *self {
+            Op::Leaf | Op::Input | Op::Const | Op::External => {
+                fail!("{}: a leaf has no shape rule", self.name())
+            }
+            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => {
+                broadcast(self.name(), p[0], p[1]).map(|(s, _)| s)
+            }
+            Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Pow(_) => {
+                Ok(p[0])
+            }
+            Op::Sum | Op::Mean => Ok(Shape::Scalar),
+            Op::Matmul => {
+                let Shape::Matrix(m, k) = p[0] else {
+                    return fail!("matmul: left operand must be a matrix, got {}", p[0]);
+                };
+                match p[1] {
+                    Shape::Matrix(k2, n) if k2 == k => Ok(Shape::Matrix(m, n)),
+                    Shape::Vector(k2) if k2 == k => Ok(Shape::Vector(m)),
+                    Shape::Scalar => fail!("matmul: right operand must be a matrix or vector, got {}", p[1]),
+                    _ => fail!("matmul: inner dimensions disagree — {} against {}", p[0], p[1]),
+                }
+            }
+            Op::Dot => match (p[0], p[1]) {
+                (Shape::Vector(a), Shape::Vector(b)) if a == b => Ok(Shape::Scalar),
+                _ => fail!("dot: needs two vectors of equal length, got {} and {}", p[0], p[1]),
+            },
+            Op::Transpose => match p[0] {
+                Shape::Matrix(m, n) => Ok(Shape::Matrix(n, m)),
+                s => fail!("transpose: needs a matrix, got {s}"),
+            },
+            Op::DiagPart => match p[0].square() {
+                Some(n) => Ok(Shape::Vector(n)),
+                None => fail!("diagPart: needs a square matrix, got {}", p[0]),
+            },
+            Op::AddDiag => {
+                let Some(n) = p[0].square() else {
+                    return fail!("addDiag: needs a square matrix, got {}", p[0]);
+                };
+                match p[1] {
+                    Shape::Scalar => Ok(p[0]),
+                    Shape::Vector(k) if k == n => Ok(p[0]),
+                    Shape::Vector(k) => fail!("addDiag: diagonal has {k} entries for a {n}×{n} matrix"),
+                    s => fail!("addDiag: diagonal must be a scalar or a vector, got {s}"),
+                }
+            }
+            Op::Reshape(to) => {
+                if to.size() == p[0].size() {
+                    Ok(to)
+                } else {
+                    fail!("reshape: cannot view {} elements as {}", p[0].size(), to)
+                }
+            }
+            Op::Slice { start, size } => {
+                let dims = p[0].dims();
+                if dims.is_empty() {
+                    return fail!("slice: cannot slice a scalar");
+                }
+                for (axis, &d) in dims.iter().enumerate() {
+                    if size[axis] == 0 {
+                        return fail!("slice: start must be a non-negative integer and size a positive integer");
+                    }
+                    let end = start[axis].checked_add(size[axis]).unwrap_or(usize::MAX);
+                    if end > d {
+                        return fail!("slice: [{}, {}) exceeds axis {} of {}", start[axis], end, axis, p[0]);
+                    }
+                }
+                Ok(match p[0] {
+                    Shape::Vector(_) => Shape::Vector(size[0]),
+                    _ => Shape::Matrix(size[0], size[1]),
+                })
+            }
+            Op::Concat { axis } => concat_shape(p, axis),
+            Op::Cholesky => match p[0].square() {
+                Some(_) => Ok(p[0]),
+                None => fail!("cholesky: needs a square matrix, got {}", p[0]),
+            },
+            Op::TriangularSolve { .. } => solve_shape("triangularSolve", p[0], p[1]),
+            Op::SolveGeneral => solve_shape("solveGeneral", p[0], p[1]),
+        }
+    }
+}
+
+/// The three broadcasting cases of SPEC §3, or the mismatch error.
+pub fn broadcast(name: &str, a: Shape, b: Shape) -> Result<(Shape, Broadcast)> {
+    match (a, b) {
+        _ if a == b => Ok((a, Broadcast::Same)),
+        (Shape::Scalar, _) => Ok((b, Broadcast::ScalarLeft)),
+        (_, Shape::Scalar) => Ok((a, Broadcast::ScalarRight)),
+        (Shape::Vector(d), Shape::Matrix(_, n)) if d == n => Ok((b, Broadcast::RowLeft)),
+        (Shape::Matrix(_, n), Shape::Vector(d)) if d == n => Ok((a, Broadcast::RowRight)),
+        _ => fail!("{name}: shapes {a} and {b} do not match"),
+    }
+}
+
+fn solve_shape(name: &str, t: Shape, b: Shape) -> Result<Shape> {
+    let Some(n) = t.square() else {
+        return fail!("{name}: needs a square matrix, got {t}");
+    };
+    match b {
+        Shape::Scalar => fail!("{name}: right-hand side must be a matrix or vector, got {b}"),
+        Shape::Vector(m) | Shape::Matrix(m, _) if m == n => Ok(b),
+        _ => fail!("{name}: [{n}×{n}] cannot be applied to {b}"),
+    }
+}
+
+fn concat_shape(p: &[Shape], axis: u8) -> Result<Shape> {
+    let Some(&first) = p.first() else {
+        return fail!("concat: needs a non-empty array of parts");
+    };
+    if first.rank() < 2 {
+        let mut total = 0usize;
+        for &s in p {
+            if s.rank() == 2 {
+                return fail!("concat: parts must all be scalars and vectors, or all matrices; got {s}");
+            }
+            total += s.size();
+        }
+        return Ok(Shape::Vector(total));
+    }
+    if axis > 1 {
+        return fail!("concat: axis must be 0 or 1");
+    }
+    let (mut rows, mut cols) = first.rows_cols();
+    for &s in &p[1..] {
+        let Shape::Matrix(m, n) = s else {
+            return fail!("concat: parts must all be matrices, got {s}");
+        };
+        let (along, other) = if axis == 0 { (&mut rows, n == cols) } else { (&mut cols, m == rows) };
+        if !other {
+            return fail!("concat: parts must agree on axis {}, got {} and {}", 1 - axis, first, s);
+        }
+        *along += if axis == 0 { m } else { n };
+    }
+    Shape::from_dims(&[rows, cols]).ok_or_else(|| super::error::Error("concat: result is too large".into()))
+}

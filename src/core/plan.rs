@@ -1,0 +1,211 @@
+//! A compiled plan: the graph that reaches the root, compacted into
+//! post-order, optimized once, with every value, adjoint and scratch at a
+//! fixed offset in arenas sized at build time. A replay allocates nothing.
+//!
+//! Optimizations, each done once when the plan is built:
+//! - dead nodes (not reaching the root) are dropped;
+//! - identical nodes are already merged by the graph that is compacted;
+//! - nodes computed from constants only are folded into constants;
+//! - adjoints are computed only for nodes that depend on a parameter, so
+//!   nothing flows into constants or inputs.
+
+use super::error::Result;
+use super::graph::{eval, needs_adjoint, post_order, propagate, Graph};
+use super::op::Op;
+use super::shape::Shape;
+use crate::fail;
+
+/// A parameter or input of the plan, in the caller's order.
+#[derive(Debug, Clone)]
+pub struct Slot {
+    pub shape: Shape,
+    /// The plan node it feeds, or `None` when the objective never reads it.
+    pub node: Option<u32>,
+}
+
+/// Which of the build-time optimizations to run; all on in production, each
+/// switched off alone in tests to check results do not change.
+#[derive(Debug, Clone, Copy)]
+pub struct Passes {
+    pub fold_constants: bool,
+    pub skip_constant_adjoints: bool,
+}
+
+impl Default for Passes {
+    fn default() -> Self {
+        Passes { fold_constants: true, skip_constant_adjoints: true }
+    }
+}
+
+pub struct Plan {
+    graph: Graph,
+    adj: Vec<f64>,
+    root: u32,
+    params: Vec<Slot>,
+    inputs: Vec<Slot>,
+    /// Op nodes evaluated on every replay, in order.
+    forward: Vec<u32>,
+    /// Op nodes whose adjoint is propagated, in sweep order (reverse).
+    backward: Vec<u32>,
+    needs: Vec<bool>,
+    /// Adjoint ranges cleared before each sweep.
+    clear: Vec<(usize, usize)>,
+}
+
+impl Plan {
+    /// Compact the part of `src` that reaches `root`. `params` and `inputs`
+    /// are node ids of `src` (leaves); any other leaf becomes a constant
+    /// holding its value in `src`. Fails on a hand-built node.
+    pub fn build(src: &Graph, root: u32, params: &[u32], inputs: &[u32]) -> Result<Plan> {
+        Plan::build_with(src, root, params, inputs, Passes::default())
+    }
+
+    pub fn build_with(src: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<Plan> {
+        src.node(root)?;
+        for &id in params.iter().chain(inputs) {
+            if !src.node(id)?.op.is_leaf() {
+                return fail!("node {id} is not a leaf and cannot be a parameter or input");
+            }
+        }
+        let order = post_order(&src.nodes, root);
+        let mut new_id = vec![u32::MAX; src.nodes.len()];
+        let mut g = Graph::default();
+        for &old in &order {
+            let node = &src.nodes[old as usize];
+            let id = match node.op {
+                Op::External => {
+                    return fail!("this objective holds a node built outside this package's ops, which cannot be replayed or serialized.")
+                }
+                _ if params.contains(&old) => g.leaf(Op::Leaf, node.shape, &[])?,
+                _ if inputs.contains(&old) => g.leaf(Op::Input, node.shape, &[])?,
+                op if op.is_leaf() => g.leaf(Op::Const, node.shape, src.value(old)?)?,
+                op => {
+                    let parents: Vec<u32> = node.parents.iter().map(|&p| new_id[p as usize]).collect();
+                    let constant = parents.iter().all(|&p| g.nodes[p as usize].op == Op::Const);
+                    let fold = passes.fold_constants && constant;
+                    let id = g.op(op, &parents, fold)?;
+                    if fold {
+                        g.freeze(id);
+                    }
+                    id
+                }
+            };
+            new_id[old as usize] = id;
+        }
+        let slot = |&id: &u32| Slot {
+            shape: src.nodes[id as usize].shape,
+            node: (new_id[id as usize] != u32::MAX).then(|| new_id[id as usize]),
+        };
+        let params: Vec<Slot> = params.iter().map(slot).collect();
+        let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
+        let root = new_id[root as usize];
+        let all: Vec<u32> = (0..g.nodes.len() as u32).collect();
+        let mut needs = if passes.skip_constant_adjoints {
+            needs_adjoint(&g.nodes, &all, |n| n.op == Op::Leaf)
+        } else {
+            vec![true; g.nodes.len()]
+        };
+        needs[root as usize] = true;
+        let forward: Vec<u32> = all.iter().copied().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
+        let backward: Vec<u32> =
+            forward.iter().rev().copied().filter(|&i| needs[i as usize]).collect();
+        let mut clear: Vec<(usize, usize)> = Vec::new();
+        for (i, node) in g.nodes.iter().enumerate() {
+            if needs[i] {
+                let r = node.range();
+                match clear.last_mut() {
+                    Some(last) if last.1 == r.start => last.1 = r.end,
+                    _ => clear.push((r.start, r.end)),
+                }
+            }
+        }
+        let adj = vec![0.0; g.values.len()];
+        Ok(Plan { graph: g, adj, root, params, inputs, forward, backward, needs, clear })
+    }
+
+    pub fn params(&self) -> &[Slot] {
+        &self.params
+    }
+
+    pub fn inputs(&self) -> &[Slot] {
+        &self.inputs
+    }
+
+    pub fn root_shape(&self) -> Shape {
+        self.graph.nodes[self.root as usize].shape
+    }
+
+    /// Parameters then inputs, in the order `set` numbers them.
+    fn slot(&self, i: usize) -> Option<&Slot> {
+        if i < self.params.len() {
+            self.params.get(i)
+        } else {
+            self.inputs.get(i - self.params.len())
+        }
+    }
+
+    pub fn slot_count(&self) -> usize {
+        self.params.len() + self.inputs.len()
+    }
+
+    /// Feed parameter or input `i` (parameters first).
+    pub fn set(&mut self, i: usize, data: &[f64]) -> Result<()> {
+        let Some(slot) = self.slot(i) else {
+            return fail!("plan has no argument {i}");
+        };
+        if data.len() != slot.shape.size() {
+            return fail!("argument {i} has {} values, the plan expects {}", data.len(), slot.shape.size());
+        }
+        if let Some(node) = slot.node {
+            let r = self.graph.nodes[node as usize].range();
+            self.graph.values[r].copy_from_slice(data);
+        }
+        Ok(())
+    }
+
+    /// Evaluate every non-constant node; the root's value after.
+    pub fn forward(&mut self) -> Result<&[f64]> {
+        let g = &mut self.graph;
+        for &id in &self.forward {
+            eval(&g.nodes, id as usize, &mut g.values, &mut g.aux)?;
+        }
+        Ok(&g.values[g.nodes[self.root as usize].range()])
+    }
+
+    /// Sweep adjoints back from a scalar root seeded with 1.
+    pub fn backward(&mut self) {
+        for &(a, b) in &self.clear {
+            self.adj[a..b].fill(0.0);
+        }
+        let g = &mut self.graph;
+        self.adj[g.nodes[self.root as usize].val] = 1.0;
+        for &id in &self.backward {
+            propagate(&g.nodes, id as usize, &g.values, &mut self.adj, &mut g.aux, &self.needs);
+        }
+    }
+
+    /// Parameter `i`'s gradient after `backward`, written into `out`
+    /// (zeros for a parameter the objective never reads).
+    pub fn gradient(&self, i: usize, out: &mut [f64]) -> Result<()> {
+        let Some(slot) = self.params.get(i) else {
+            return fail!("plan has no parameter {i}");
+        };
+        if out.len() != slot.shape.size() {
+            return fail!("gradient buffer {i} has {} values, the plan needs {}", out.len(), slot.shape.size());
+        }
+        match slot.node {
+            Some(node) if self.needs[node as usize] => out.copy_from_slice(&self.adj[self.graph.nodes[node as usize].range()]),
+            _ => out.fill(0.0),
+        }
+        Ok(())
+    }
+
+    /// Number of nodes kept, for tests of the optimizer.
+    pub fn len(&self) -> usize {
+        self.graph.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.graph.nodes.is_empty()
+    }
+}

@@ -1,0 +1,82 @@
+//! Shapes of rank 0, 1 or 2, and how they print in messages.
+
+use std::fmt;
+
+/// A scalar `[]`, a vector `[n]` or a row-major matrix `[m, n]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shape {
+    Scalar,
+    Vector(usize),
+    Matrix(usize, usize),
+}
+
+/// No single value may hold more elements than this (2^31 f64, 16 GiB): a
+/// hostile shape is refused before anything is allocated.
+pub const MAX_ELEMENTS: usize = 1 << 31;
+
+impl Shape {
+    pub fn rank(self) -> usize {
+        match self {
+            Shape::Scalar => 0,
+            Shape::Vector(_) => 1,
+            Shape::Matrix(..) => 2,
+        }
+    }
+
+    pub fn size(self) -> usize {
+        match self {
+            Shape::Scalar => 1,
+            Shape::Vector(n) => n,
+            Shape::Matrix(m, n) => m * n,
+        }
+    }
+
+    /// The dimensions as a list, `[]`, `[n]` or `[m, n]`.
+    pub fn dims(self) -> Vec<usize> {
+        match self {
+            Shape::Scalar => vec![],
+            Shape::Vector(n) => vec![n],
+            Shape::Matrix(m, n) => vec![m, n],
+        }
+    }
+
+    /// Rows and columns, a vector counting as one row.
+    pub fn rows_cols(self) -> (usize, usize) {
+        match self {
+            Shape::Scalar => (1, 1),
+            Shape::Vector(n) => (1, n),
+            Shape::Matrix(m, n) => (m, n),
+        }
+    }
+
+    /// The square size of a matrix, if it is one.
+    pub fn square(self) -> Option<usize> {
+        match self {
+            Shape::Matrix(m, n) if m == n => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Build a shape from dimensions, refusing more than two axes and sizes
+    /// beyond `MAX_ELEMENTS`.
+    pub fn from_dims(dims: &[usize]) -> Option<Shape> {
+        let shape = match *dims {
+            [] => Shape::Scalar,
+            [n] => Shape::Vector(n),
+            [m, n] => Shape::Matrix(m, n),
+            _ => return None,
+        };
+        let size = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
+        (size <= MAX_ELEMENTS).then_some(shape)
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Shape::Scalar => f.write_str("scalar"),
+            Shape::Vector(n) => write!(f, "[{n}]"),
+            Shape::Matrix(m, n) => write!(f, "[{m}×{n}]"),
+        }
+    }
+}

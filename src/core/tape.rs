@@ -1,0 +1,93 @@
+//! The eager tape: a graph recorded as ops are called, with values computed
+//! on the spot, and a reverse sweep that pauses at hand-built nodes so their
+//! JavaScript closures can run.
+
+use super::error::Result;
+use super::graph::{needs_adjoint, post_order, propagate, Graph};
+use super::op::Op;
+use crate::fail;
+
+#[derive(Default)]
+pub struct Tape {
+    pub graph: Graph,
+    adj: Vec<f64>,
+    order: Vec<u32>,
+    needs: Vec<bool>,
+    /// How many nodes of `order`, from the front, the sweep has still to visit.
+    pending: usize,
+}
+
+impl Tape {
+    /// Start a reverse sweep from `root`, seeded with `seed` (1 for a scalar
+    /// when `None`). Returns the first hand-built node met, whose closure the
+    /// caller runs before calling `resume`; `None` when the sweep is done.
+    pub fn backward(&mut self, root: u32, seed: Option<&[f64]>) -> Result<Option<u32>> {
+        let shape = self.graph.node(root)?.shape;
+        let seed_len = seed.map_or(1, <[f64]>::len);
+        match seed {
+            None if shape.size() != 1 || shape.rank() != 0 => {
+                return fail!("backward() needs an explicit seed for a {shape} node; only a scalar objective can seed itself with 1.")
+            }
+            Some(_) if seed_len != shape.size() => {
+                return fail!("seed has {seed_len} elements but this node holds {}", shape.size())
+            }
+            _ => {}
+        }
+        let nodes = &self.graph.nodes;
+        self.order = post_order(nodes, root);
+        self.needs = needs_adjoint(nodes, &self.order, |n| n.op == Op::Leaf);
+        self.needs[root as usize] = true;
+        self.adj.clear();
+        self.adj.resize(self.graph.values.len(), 0.0);
+        let r = nodes[root as usize].range();
+        match seed {
+            Some(s) => self.adj[r].copy_from_slice(s),
+            None => self.adj[r.start] = 1.0,
+        }
+        self.pending = self.order.len();
+        Ok(self.resume())
+    }
+
+    /// Continue the sweep after a hand-built node's contributions are in.
+    pub fn resume(&mut self) -> Option<u32> {
+        let nodes = &self.graph.nodes;
+        while self.pending > 0 {
+            self.pending -= 1;
+            let id = self.order[self.pending];
+            if !self.needs[id as usize] {
+                continue;
+            }
+            match nodes[id as usize].op {
+                Op::External => return Some(id),
+                op if op.is_leaf() => {}
+                _ => propagate(nodes, id as usize, &self.graph.values, &mut self.adj, &mut self.graph.aux, &self.needs),
+            }
+        }
+        None
+    }
+
+    /// The adjoint of `id` after the last sweep, if it carries one.
+    pub fn adjoint(&self, id: u32) -> Option<&[f64]> {
+        let node = self.graph.nodes.get(id as usize)?;
+        (*self.needs.get(id as usize)?).then(|| &self.adj[node.range()])
+    }
+
+    /// Add a hand-built node's contribution to a parent's adjoint.
+    pub fn accumulate(&mut self, id: u32, contribution: &[f64]) -> Result<()> {
+        let node = self.graph.node(id)?;
+        if contribution.len() != node.shape.size() {
+            return fail!(
+                "a hand-built node's backward returned {} values for a parent of shape {}",
+                contribution.len(),
+                node.shape
+            );
+        }
+        if self.needs.get(id as usize).copied().unwrap_or(false) {
+            let r = node.range();
+            for (a, &c) in self.adj[r].iter_mut().zip(contribution) {
+                *a += c;
+            }
+        }
+        Ok(())
+    }
+}
