@@ -41,12 +41,21 @@ export function tensor(data, shape) {
   return { data: d, shape: s };
 }
 
+function checkedShape(shape, where) {
+  const s = Array.isArray(shape) ? [...shape] : null;
+  if (s === null || s.length > 2 || !s.every((d) => Number.isInteger(d) && d >= 0)) {
+    throw new Error(`${where}: shape must be up to two non-negative integers`);
+  }
+  return s;
+}
+
 export function zeros(shape) {
-  const s = Array.from(shape);
+  const s = checkedShape(shape, 'zeros');
   return { data: new Float64Array(sizeOf(s)), shape: s };
 }
 
 export function eye(n) {
+  if (!Number.isInteger(n) || n < 0) throw new Error(`eye: n must be a non-negative integer, got ${n}`);
   const data = new Float64Array(n * n);
   for (let i = 0; i < n; i++) data[i * n + i] = 1;
   return { data, shape: [n, n] };
@@ -141,16 +150,41 @@ export function toNested(t) {
 
 // ---------------------------------------------------------------- the tape
 
-/** One Rust tape: the graph of an evaluation, freed when no Var holds it. */
+/**
+ * One Rust tape: the graph of an evaluation. A tape made for a single
+ * evaluation is retired when it ends and its native memory reused by the
+ * next; any other is freed when no Var holds it.
+ */
 class Tape {
-  constructor() {
-    this.h = N.tapeNew();
+  constructor(handle = N.tapeNew()) {
+    this.h = handle;
+    this.live = true;
     this.nodes = 0;
     /** Hand-built nodes by id, whose closures the reverse sweep calls. */
     this.externals = null;
     /** Counts sweeps, so a Var knows whether its cached grad is current. */
     this.sweeps = 0;
   }
+}
+
+/** Native tapes of finished evaluations, emptied and ready for the next. */
+const spareHandles = [];
+
+function evaluationTape() {
+  return new Tape(spareHandles.pop());
+}
+
+function retire(t) {
+  t.live = false;
+  N.tapeReset(t.h);
+  if (spareHandles.length < 4) spareHandles.push(t.h);
+}
+
+function tapeOf(v) {
+  if (!v._tape.live) {
+    throw new Error('this Var belongs to an evaluation that has finished; read its value inside the objective');
+  }
+  return v._tape;
 }
 
 let current = null;
@@ -197,7 +231,7 @@ export class Var {
   }
 
   get value() {
-    if (this._value === null) this._value = { data: N.tapeValue(this._tape.h, this._id), shape: this.shape };
+    if (this._value === null) this._value = { data: N.tapeValue(tapeOf(this).h, this._id), shape: this.shape };
     return this._value;
   }
 
@@ -206,7 +240,7 @@ export class Var {
   }
 
   get shape() {
-    if (this._shape === null) this._shape = N.tapeShape(this._tape.h, this._id);
+    if (this._shape === null) this._shape = N.tapeShape(tapeOf(this).h, this._id);
     return this._shape;
   }
 
@@ -215,7 +249,7 @@ export class Var {
   }
 
   get grad() {
-    const t = this._tape;
+    const t = tapeOf(this);
     if (t.sweeps === 0) return null;
     if (this._gradSweep !== t.sweeps) {
       this._grad = N.tapeAdjoint(t.h, this._id) ?? null;
@@ -225,7 +259,7 @@ export class Var {
   }
 
   backward(seed) {
-    sweep(this._tape, this._id, seed === undefined ? null : asTensor(seed, 'seed').data);
+    sweep(tapeOf(this), this._id, seed === undefined ? null : asTensor(seed, 'seed').data);
   }
 }
 
@@ -245,18 +279,33 @@ function leafVar(t, kind, v) {
   return x;
 }
 
+/** Nested arrays are converted here, then copied into the tape's arena. */
+let scratch = new Float64Array(1024);
+
+function numberVar(t, id) {
+  const v = new Var(BUILD, [], null, null, null);
+  v._tape = t;
+  v._shape = [];
+  v._id = id;
+  t.nodes++;
+  return v;
+}
+
 /** `x` as a Var on tape `t`: a Var of another tape, or a plain value, becomes a constant. */
 function lift(t, x, name) {
   if (x instanceof Var) return x._tape === t ? x : leafVar(t, CONST, x.value);
-  if (typeof x === 'number') {
-    const v = new Var(BUILD, [], null, null, null);
-    v._tape = t;
-    v._shape = [];
-    v._id = N.tapeNumber(t.h, CONST, x);
-    t.nodes++;
-    return v;
-  }
-  return leafVar(t, CONST, asTensor(x, name));
+  if (typeof x === 'number') return numberVar(t, N.tapeNumber(t.h, CONST, x));
+  if (!Array.isArray(x)) return leafVar(t, CONST, asTensor(x, name));
+  const shape = shapeOf(x, name);
+  const n = sizeOf(shape);
+  if (scratch.length < n) scratch = new Float64Array(Math.max(n, 2 * scratch.length));
+  copyInto(x, scratch, 0, name);
+  const v = new Var(BUILD, [], null, null, null);
+  v._tape = t;
+  v._shape = shape;
+  v._id = N.tapeLeaf(t.h, CONST, scratch.subarray(0, n), shape.length, shape[0], shape[1] ?? 0);
+  t.nodes++;
+  return v;
 }
 
 function opVar(t, id, parents, spec) {
@@ -309,6 +358,17 @@ function unary(name) {
 }
 
 function apply2(t, code, spec, a, b) {
+  // A number on one side goes in with the op, in one native call.
+  if (typeof b === 'number' && typeof a !== 'number') {
+    const x = lift(t, a);
+    const id = N.tapeOp2Number(t.h, code, x._id, b, false);
+    return opVar(t, id, [x, numberVar(t, id - 1)], spec);
+  }
+  if (typeof a === 'number' && typeof b !== 'number') {
+    const y = lift(t, b);
+    const id = N.tapeOp2Number(t.h, code, y._id, a, true);
+    return opVar(t, id, [numberVar(t, id - 1), y], spec);
+  }
   const x = lift(t, a);
   const y = lift(t, b);
   return opVar(t, N.tapeOp2(t.h, code, x._id, y._id), [x, y], spec);
@@ -530,7 +590,7 @@ function record(f, x, inputs, where, inputKind) {
     checkInputs(inputs, where);
     ins = slotsOf(inputs, 'input');
   }
-  const t = new Tape();
+  const t = evaluationTape();
   const prev = current;
   current = t;
   let P, I, root;
@@ -549,20 +609,24 @@ function record(f, x, inputs, where, inputKind) {
 /** One eager evaluation: the value alone, or value and gradient. */
 function evaluate(f, x, inputs, wantGradient, where) {
   const { t, params, P, root } = record(f, x, inputs, where, CONST);
-  if (!wantGradient) return toNested(root.value);
-  if (!root.isScalar) throw scalarRootError(where, root.shape);
-  sweep(t, root._id, null);
-  const shapes = P.vars.map((v) => v.shape);
-  const offsets = [];
-  let total = 0;
-  for (const s of shapes) {
-    offsets.push(total);
-    total += sizeOf(s);
+  try {
+    if (!wantGradient) return toNested(root.value);
+    if (!root.isScalar) throw scalarRootError(where, root.shape);
+    sweep(t, root._id, null);
+    const shapes = P.vars.map((v) => v.shape);
+    const offsets = [];
+    let total = 0;
+    for (const s of shapes) {
+      offsets.push(total);
+      total += sizeOf(s);
+    }
+    const flat = new Float64Array(total);
+    N.tapeGradients(t.h, Uint32Array.from(P.vars, (v) => v._id), flat);
+    const grads = params.values.map((v, i) => shapeGradient(formOf(v), shapes[i], flat, offsets[i]));
+    return { value: N.tapeScalar(t.h, root._id), gradient: assemble(params, grads) };
+  } finally {
+    retire(t);
   }
-  const flat = new Float64Array(total);
-  N.tapeGradients(t.h, Uint32Array.from(P.vars, (v) => v._id), flat);
-  const grads = params.values.map((v, i) => shapeGradient(formOf(v), shapes[i], flat, offsets[i]));
-  return { value: N.tapeScalar(t.h, root._id), gradient: assemble(params, grads) };
 }
 
 export function valueAndGrad(f) {
@@ -582,7 +646,7 @@ export function grad(f) {
 export function jacobian(f) {
   if (typeof f !== 'function') throw new Error('jacobian: expected a function');
   return (x) => {
-    const t = new Tape();
+    const t = evaluationTape();
     const prev = current;
     current = t;
     let leaf, y;
@@ -608,6 +672,7 @@ export function jacobian(f) {
       }
       rows.push(row ? Array.from(row) : new Array(n).fill(0));
     }
+    retire(t);
     return rows;
   };
 }

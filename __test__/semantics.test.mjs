@@ -3,6 +3,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Worker } from 'node:worker_threads';
 import * as G from '../index.js';
 import { makeRng, assertClose, fdGrad, relErr, throwsMsg } from './helpers.mjs';
 
@@ -33,6 +34,22 @@ describe('exports', () => {
     ];
     for (const n of names) assert.equal(typeof G[n], 'function', `${n} must be an exported function`);
     assert.equal(G.default, undefined);
+  });
+
+  test('the package loads and differentiates inside worker_threads', async () => {
+    const url = new URL('../index.js', import.meta.url).href;
+    const code = `
+      const { parentPort } = require('node:worker_threads');
+      import(${JSON.stringify(url)}).then((G) => {
+        const r = G.valueAndGrad((p) => G.add(G.square(p.mu), G.square(p.sigma)))({ mu: 3, sigma: 4 });
+        parentPort.postMessage(r);
+      }, (e) => parentPort.postMessage({ error: String(e) }));`;
+    const result = await new Promise((resolve, reject) => {
+      const w = new Worker(code, { eval: true });
+      w.once('message', (m) => { resolve(m); w.terminate(); });
+      w.once('error', reject);
+    });
+    assert.deepEqual(result, { value: 25, gradient: { mu: 6, sigma: 8 } });
   });
 });
 

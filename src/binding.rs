@@ -90,6 +90,24 @@ pub fn tape_op2(t: &mut External<Tape>, code: u32, a: u32, b: u32) -> Result<u32
     t.graph.op(coded(code)?, &[a, b], true).map_err(js_err)
 }
 
+/// A binary op with a number on one side, recorded in one call: the number
+/// becomes a constant leaf just before the op node, so its id is the
+/// returned id minus one.
+#[napi(catch_unwind)]
+pub fn tape_op2_number(t: &mut External<Tape>, code: u32, a: u32, x: f64, number_left: bool) -> Result<u32> {
+    let op = coded(code)?;
+    let c = t.graph.leaf(Op::Const, Shape::Scalar, &[x]).map_err(js_err)?;
+    let parents = if number_left { [c, a] } else { [a, c] };
+    t.graph.op(op, &parents, true).map_err(js_err)
+}
+
+/// Empty the tape for reuse, keeping its memory: a fresh arena would cost
+/// a page fault per 4 KiB on every evaluation.
+#[napi(catch_unwind)]
+pub fn tape_reset(t: &mut External<Tape>) {
+    t.reset();
+}
+
 #[napi(catch_unwind)]
 pub fn tape_pow(t: &mut External<Tape>, a: u32, k: f64) -> Result<u32> {
     t.graph.op(Op::Pow(Exponent::new(k)), &[a], true).map_err(js_err)
@@ -97,7 +115,12 @@ pub fn tape_pow(t: &mut External<Tape>, a: u32, k: f64) -> Result<u32> {
 
 #[napi(catch_unwind)]
 pub fn tape_reshape(t: &mut External<Tape>, a: u32, rank: u32, d0: f64, d1: f64) -> Result<u32> {
-    let s = shape(rank, d0, d1)?;
+    // Not capped here: a target too large for its operand is a count mismatch.
+    let s = match rank {
+        0 => Shape::Scalar,
+        1 => Shape::Vector(d0 as usize),
+        _ => Shape::Matrix(d0 as usize, d1 as usize),
+    };
     t.graph.op(Op::Reshape(s), &[a], true).map_err(js_err)
 }
 
@@ -264,3 +287,4 @@ pub fn plan_forward(p: &mut External<Plan>, flat: &[f64], views: Vec<&[f64]>, la
 pub fn plan_root_shape(p: &External<Plan>) -> Vec<u32> {
     p.root_shape().dims().into_iter().map(|d| d as u32).collect()
 }
+

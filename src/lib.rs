@@ -2,4 +2,5 @@
 //! pure Rust (`core`), and the thin napi layer that exposes it to JavaScript.
 
 pub mod core;
+#[cfg(feature = "node")]
 mod binding;

@@ -83,6 +83,14 @@ pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux
 }
 
 impl Graph {
+    /// Forget every node, keeping the arenas' capacity.
+    pub fn clear(&mut self) {
+        self.nodes.clear();
+        self.values.clear();
+        self.aux.clear();
+        self.merged.clear();
+    }
+
     pub fn node(&self, id: u32) -> Result<&Node> {
         self.nodes.get(id as usize).ok_or_else(|| Error(format!("node {id} does not exist")))
     }

@@ -42,6 +42,37 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     t
 }
 
+/// The dot products of each of `rows` with `c` (over the common length),
+/// sharing the loads of `c`; 4 partial sums per product.
+#[inline(always)]
+fn dot4(rows: [&[f64]; 4], c: &[f64]) -> [f64; 4] {
+    let m = rows.iter().fold(c.len(), |m, r| m.min(r.len()));
+    let c = &c[..m];
+    let [a0, a1, a2, a3] = rows.map(|r| &r[..m]);
+    let mut s = [[0.0f64; 4]; 4];
+    let full = m - m % 4;
+    let mut k = 0;
+    while k < full {
+        let z = &c[k..k + 4];
+        let (x0, x1, x2, x3) = (&a0[k..k + 4], &a1[k..k + 4], &a2[k..k + 4], &a3[k..k + 4]);
+        for q in 0..4 {
+            s[0][q] += x0[q] * z[q];
+            s[1][q] += x1[q] * z[q];
+            s[2][q] += x2[q] * z[q];
+            s[3][q] += x3[q] * z[q];
+        }
+        k += 4;
+    }
+    let mut out = s.map(|p| (p[0] + p[1]) + (p[2] + p[3]));
+    for k in full..m {
+        out[0] += a0[k] * c[k];
+        out[1] += a1[k] * c[k];
+        out[2] += a2[k] * c[k];
+        out[3] += a3[k] * c[k];
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------
 // In-place triangular solves (the building blocks of every solve below)
 // ---------------------------------------------------------------------------
@@ -197,23 +228,48 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> Result<()> {
     let l = &mut l[..n * n];
     l.fill(0.0);
     // Row-oriented (Cholesky–Banachiewicz): every inner loop is a dot product
-    // of two contiguous row prefixes.
-    for i in 0..n {
-        let (done, rest) = l.split_at_mut(i * n);
-        let li = &mut rest[..n];
-        for j in 0..i {
-            let lj = &done[j * n..j * n + j];
-            let s = a[i * n + j] - dot(&li[..j], lj);
-            li[j] = s / done[j * n + j];
+    // of contiguous row prefixes. Rows are done four at a time: each load of
+    // an earlier row j then serves four dot products, and the four rows'
+    // dependency chains (L_ij needs L_i,<j) overlap.
+    let mut i = 0;
+    while i < n {
+        let block = if n - i >= 4 { 4 } else { 1 };
+        if block == 4 {
+            let (done, rest) = l.split_at_mut(i * n);
+            let (r0, rest) = rest.split_at_mut(n);
+            let (r1, rest) = rest.split_at_mut(n);
+            let (r2, r3) = rest.split_at_mut(n);
+            for j in 0..i {
+                let lj = &done[j * n..j * n + j];
+                let d = dot4([&r0[..j], &r1[..j], &r2[..j], &r3[..j]], lj);
+                // The reciprocal is off the rows' dependency chains; a
+                // division there would sit on them.
+                let r = 1.0 / done[j * n + j];
+                r0[j] = (a[i * n + j] - d[0]) * r;
+                r1[j] = (a[(i + 1) * n + j] - d[1]) * r;
+                r2[j] = (a[(i + 2) * n + j] - d[2]) * r;
+                r3[j] = (a[(i + 3) * n + j] - d[3]) * r;
+            }
         }
-        let d = a[i * n + i] - dot(&li[..i], &li[..i]);
-        if d <= 0.0 {
-            return crate::fail!(
-                "cholesky: matrix is not positive definite (pivot {i} is {})",
-                js_number(d)
-            );
+        // Remaining columns of each row of the block, then its pivot.
+        let first = if block == 4 { i } else { 0 };
+        for row in i..i + block {
+            let (done, rest) = l.split_at_mut(row * n);
+            let lr = &mut rest[..n];
+            for j in first..row {
+                let lj = &done[j * n..j * n + j];
+                lr[j] = (a[row * n + j] - dot(&lr[..j], lj)) * (1.0 / done[j * n + j]);
+            }
+            let d = a[row * n + row] - dot(&lr[..row], &lr[..row]);
+            if d <= 0.0 {
+                return crate::fail!(
+                    "cholesky: matrix is not positive definite (pivot {row} is {})",
+                    js_number(d)
+                );
+            }
+            lr[row] = d.sqrt();
         }
-        li[i] = d.sqrt();
+        i += block;
     }
     Ok(())
 }
@@ -246,20 +302,45 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
         axpy(&mut wi[..i], -2.0 * sbar, &li[..i]);
 
         // Off-diagonal, j = i-1 down to 0: L_ij = s / L_jj,
-        // s = A_ij - Σ_{k<j} L_ik L_jk.
-        for j in (0..i).rev() {
-            let ljj = l[j * n + j];
-            let sbar = wi[j] / ljj;
-            wi[j] = sbar;
-            let lj = &l[j * n..j * n + j];
-            let wj = &mut head[j * n..j * n + j + 1];
-            wj[j] -= sbar * li[j];
-            for (((wik, wjk), &lik), &ljk) in
-                wi[..j].iter_mut().zip(wj[..j].iter_mut()).zip(&li[..j]).zip(lj)
+        // s = A_ij - Σ_{k<j} L_ik L_jk. Two j's per pass (j and j-1) so each
+        // sweep over k reads and writes row i once for two updates.
+        let mut j = i;
+        while j >= 2 {
+            j -= 2;
+            let (j0, j1) = (j, j + 1); // process j1 first, then j0
+            let (w_lo, w_hi) = head.split_at_mut(j1 * n);
+            let w0 = &mut w_lo[j0 * n..j0 * n + j1];
+            let w1 = &mut w_hi[..j1 + 1];
+            let l0 = &l[j0 * n..j0 * n + j1];
+            let l1 = &l[j1 * n..j1 * n + j1 + 1];
+
+            let s1 = wi[j1] * (1.0 / l1[j1]);
+            wi[j1] = s1;
+            w1[j1] -= s1 * li[j1];
+            wi[j0] -= s1 * l1[j0];
+            w1[j0] -= s1 * li[j0];
+
+            let s0 = wi[j0] * (1.0 / l0[j0]);
+            wi[j0] = s0;
+            w0[j0] -= s0 * li[j0];
+
+            for ((((wik, w1k), w0k), &lik), (&l1k, &l0k)) in wi[..j0]
+                .iter_mut()
+                .zip(w1[..j0].iter_mut())
+                .zip(w0[..j0].iter_mut())
+                .zip(&li[..j0])
+                .zip(l1[..j0].iter().zip(&l0[..j0]))
             {
-                *wik -= sbar * ljk;
-                *wjk -= sbar * lik;
+                *wik = (*wik - s1 * l1k) - s0 * l0k;
+                *w1k -= s1 * lik;
+                *w0k -= s0 * lik;
             }
+        }
+        if j == 1 {
+            // j = 0: nothing below it.
+            let s0 = wi[0] / l[0];
+            wi[0] = s0;
+            head[0] -= s0 * li[0];
         }
     }
     // w now holds Φ (the adjoint of A's lower triangle); symmetrize.
@@ -652,6 +733,25 @@ mod tests {
         let a = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, -1e-20];
         let e = cholesky(&a, 3, &mut l).unwrap_err();
         assert_eq!(e.0, "cholesky: matrix is not positive definite (pivot 2 is -1e-20)");
+        // Pivots inside and after a block of four rows.
+        let mut l = vec![0.0; 36];
+        for (bad, d) in [(1usize, 0.0), (2, -1.0), (3, -0.25), (4, -7.0), (5, -2.0)] {
+            let n = 6;
+            let mut a = vec![0.0; n * n];
+            for i in 0..n {
+                a[i * n + i] = 4.0;
+            }
+            // Row `bad` is 0.5 × row 0 in the leading 1×1 part, then a_bb = d + 1.
+            a[bad * n] = 2.0;
+            a[bad] = 2.0;
+            a[bad * n + bad] = d + 1.0;
+            let e = cholesky(&a, n, &mut l).unwrap_err();
+            let want = format!(
+                "cholesky: matrix is not positive definite (pivot {bad} is {})",
+                js_number(d)
+            );
+            assert_eq!(e.0, want);
+        }
     }
 
     #[test]
@@ -975,7 +1075,7 @@ mod tests {
         let n = 8;
         let mut a = rng.fill(n * n);
         for i in 0..n {
-            a[i * n + i] = 1e-3 * a[i * n + i];
+            a[i * n + i] *= 1e-3;
         }
         a[0] = 0.0;
         check_lu_solves(&a, n, &mut rng);
@@ -1038,8 +1138,15 @@ mod tests {
         let mut rng = Lcg(555);
         for &k in &[1usize, 3] {
             let n = 5;
-            let mut a = random_general(n, &mut rng);
-            a[0] = 0.0; // force pivoting
+            // A well-conditioned matrix with its rows rotated (so pivoting is
+            // needed) and a zero at [0][0].
+            let d = random_general(n, &mut rng);
+            let mut a = vec![0.0; n * n];
+            for i in 0..n {
+                let src = (i + 1) % n;
+                a[i * n..i * n + n].copy_from_slice(&d[src * n..src * n + n]);
+            }
+            a[0] = 0.0;
             let b = rng.fill(n * k);
             let w = rng.fill(n * k); // f = Σ W ∘ (A⁻¹ B)
             let f = |a: &[f64], b: &[f64]| -> f64 {
@@ -1103,7 +1210,7 @@ mod tests {
         let mut l = vec![0.0; n * n];
         let mut work = vec![0.0; n * n];
         let mut abar = vec![0.0; n * n];
-        let reps = 50;
+        let reps = 400;
         let mut best_f = f64::INFINITY;
         let mut best_b = f64::INFINITY;
         for _ in 0..reps {
@@ -1115,6 +1222,17 @@ mod tests {
             best_f = best_f.min((t1 - t0).as_secs_f64());
             best_b = best_b.min((t2 - t1).as_secs_f64());
         }
+        // Symmetry check alone: a non-symmetric last entry makes cholesky fail
+        // right after the full check.
+        let mut bad = a.clone();
+        bad[n * n - 2] += 1.0;
+        let mut best_c = f64::INFINITY;
+        for _ in 0..reps {
+            let t0 = Instant::now();
+            assert!(cholesky(&bad, n, &mut l).is_err());
+            best_c = best_c.min(t0.elapsed().as_secs_f64());
+        }
+        println!("n = {n}: symmetry check {:.3} ms", best_c * 1e3);
         println!(
             "n = {n}: cholesky {:.3} ms, adjoint {:.3} ms, total {:.3} ms (best of {reps})",
             best_f * 1e3,

@@ -27,7 +27,8 @@ impl Shape {
         match self {
             Shape::Scalar => 1,
             Shape::Vector(n) => n,
-            Shape::Matrix(m, n) => m * n,
+            // Saturating: a hostile shape must not wrap round to a small size.
+            Shape::Matrix(m, n) => m.saturating_mul(n),
         }
     }
 

@@ -13,14 +13,14 @@ use std::f64::consts::PI;
 /// Lanczos coefficients for g = 7, n = 9.
 const LANCZOS_G: f64 = 7.0;
 const LANCZOS: [f64; 9] = [
-    0.999_999_999_999_809_93,
+    0.999_999_999_999_809_9,
     676.520_368_121_885_1,
     -1_259.139_216_722_402_8,
-    771.323_428_777_653_13,
-    -176.615_029_162_140_59,
+    771.323_428_777_653_1,
+    -176.615_029_162_140_6,
     12.507_343_278_686_905,
     -0.138_571_095_265_720_12,
-    9.984_369_578_019_571_6e-6,
+    9.984_369_578_019_572e-6,
     1.505_632_735_149_311_6e-7,
 ];
 
@@ -29,14 +29,14 @@ const HALF_LN_2PI: f64 = 0.918_938_533_204_672_7;
 /// Euler–Mascheroni constant γ.
 const EULER_GAMMA: f64 = 0.577_215_664_901_532_9;
 
-/// Coefficients c_k = (-1)^k ζ(k) / k, k = 2..=19, of
+/// Coefficients c_k = (-1)^k ζ(k) / k, k = 2..=25, of
 /// log Γ(1 + z) = -γ z + Σ_k c_k z^k  (|z| < 1).
-const LGAMMA1P_SERIES: [f64; 18] = [
+const LGAMMA1P_SERIES: [f64; 24] = [
     1.644_934_066_848_226_4 / 2.0,
     -1.202_056_903_159_594_3 / 3.0,
     1.082_323_233_711_138_2 / 4.0,
-    -1.036_927_755_143_369_9 / 5.0,
-    1.017_343_061_984_449_1 / 6.0,
+    -1.036_927_755_143_37 / 5.0,
+    1.017_343_061_984_449 / 6.0,
     -1.008_349_277_381_922_8 / 7.0,
     1.004_077_356_197_944_3 / 8.0,
     -1.002_008_392_826_082_2 / 9.0,
@@ -50,15 +50,21 @@ const LGAMMA1P_SERIES: [f64; 18] = [
     -1.000_007_637_197_637_9 / 17.0,
     1.000_003_817_293_265 / 18.0,
     -1.000_001_908_212_716_6 / 19.0,
+    1.000_000_953_962_033_9 / 20.0,
+    -1.000_000_476_932_986_8 / 21.0,
+    1.000_000_238_450_502_7 / 22.0,
+    -1.000_000_119_219_926 / 23.0,
+    1.000_000_059_608_189 / 24.0,
+    -1.000_000_029_803_503_5 / 25.0,
 ];
 
 /// Half-width of the windows around 1 and 2 where the series is used.
-const SERIES_RADIUS: f64 = 0.2;
+const SERIES_RADIUS: f64 = 0.25;
 
 /// log Γ(1 + z) for |z| <= SERIES_RADIUS, by its Taylor series.
 fn lgamma1p_series(z: f64) -> f64 {
-    // Terms up to z^19 (error below 0.2^20/20 relative to γ z ~ 1e-16 at the edge
-    // once the series' alternating tail is taken into account).
+    // Terms up to z^25: the truncation error is below 0.25^26 / 26 ≈ 5e-17,
+    // i.e. under 1e-15 relative to log Γ anywhere in the window.
     let mut acc = 0.0;
     for &c in LGAMMA1P_SERIES.iter().rev() {
         acc = acc * z + c;
@@ -222,7 +228,7 @@ mod tests {
             (10.0, 12.801827480081469),
             (100.0, 359.1342053695754),
             (-0.5, 1.2655121234846454),
-            (1e-8, 18.420680738180209),
+            (1e-8, 18.420_680_738_180_21),
             (0.1, 2.252712651734206),
             (1.5, -0.12078223763524522),
             (3.0, std::f64::consts::LN_2),
@@ -234,6 +240,65 @@ mod tests {
         }
         assert_eq!(lgamma(1.0), 0.0);
         assert_eq!(lgamma(2.0), 0.0);
+    }
+
+    #[test]
+    fn lgamma_reference_table() {
+        // Reference values computed independently at 40 significant digits.
+        let cases = [
+            (0.1, 2.252712651734206),
+            (0.25, 1.2880225246980774),
+            (0.37, 0.8769468194848793),
+            (0.77, 0.18206516866053704),
+            (0.9, 0.06637623973474295),
+            (1.01, -0.005690307946069651),
+            (1.3, -0.10817480950786047),
+            (1.5, -0.12078223763524522),
+            (1.7, -0.09580769740706588),
+            (1.77, -0.07929959547387044),
+            (1.99, -0.004195529088791668),
+            (2.01, 0.004260022907098346),
+            (2.3, 0.15418945495963046),
+            (2.6, 0.35741186354897986),
+            (3.3, 0.9870985778947344),
+            (4.5, 2.4537365708424423),
+            (7.5, 7.534364236758733),
+            (13.7, 21.77464517303463),
+            (42.42, 115.60113124678627),
+            (99.9, 358.67423945197754),
+            (-0.1, 2.3689613327287886),
+            (-1.3, 1.2024757863901114),
+            (-3.7, -1.3797399049658245),
+            (-10.25, -14.20399790093109),
+        ];
+        for &(x, want) in &cases {
+            let got = lgamma(x);
+            assert!(rel(got, want) <= 1e-13, "lgamma({x}) = {got}, want {want}");
+        }
+    }
+
+    #[test]
+    fn digamma_reference_table() {
+        let cases = [
+            (0.1, -10.423754940411076),
+            (0.37, -2.795301410890564),
+            (1.3, -0.16919088886679962),
+            (1.7, 0.2085478748734939),
+            (2.6, 0.7510474527734763),
+            (4.5, 1.388870926359529),
+            (5.99, 1.704302797413849),
+            (6.01, 1.7079292604712082),
+            (13.7, 2.5804557238996524),
+            (99.9, 4.599156330708133),
+            (-0.1, 9.245073050052948),
+            (-1.3, 2.8825405488661673),
+            (-3.7, -0.8450768588704194),
+            (-10.25, 5.516858419886273),
+        ];
+        for &(x, want) in &cases {
+            let got = digamma(x);
+            assert!(rel(got, want) <= 1e-13, "digamma({x}) = {got}, want {want}");
+        }
     }
 
     #[test]
@@ -253,9 +318,11 @@ mod tests {
     #[test]
     fn lgamma_near_the_zeros_is_relatively_accurate() {
         // log Γ(1 + z) ≈ -γ z + ζ(2)/2 z² for tiny z; log Γ(2 + z) ≈ (1 - γ) z.
-        for &z in &[1e-6, -1e-6, 1e-9, -3e-10] {
+        for &z0 in &[1e-6, -1e-6, 1e-9, -3e-10] {
+            let z = (1.0 + z0) - 1.0; // the perturbation actually representable at 1
             let want1 = -EULER_GAMMA * z + 1.6449340668482264 / 2.0 * z * z;
             assert!(rel(lgamma(1.0 + z), want1) <= 1e-9, "z = {z}");
+            let z = (2.0 + z0) - 2.0;
             let want2 = (1.0 - EULER_GAMMA) * z + (1.6449340668482264 - 1.0) / 2.0 * z * z;
             assert!(rel(lgamma(2.0 + z), want2) <= 1e-9, "z = {z}");
         }
@@ -332,8 +399,10 @@ mod tests {
         let mut x: f64 = -4.93;
         let mut count = 0;
         while x < 60.0 {
-            // Skip points too close to a pole for a central difference.
-            if x > 0.0 || (x - x.round()).abs() > 0.05 {
+            // Skip points too close to a pole: there the central difference's own
+            // truncation error, about h²/(3 d³) at distance d, exceeds the tolerance.
+            let d = if x > 0.0 { x } else { (x - x.round()).abs() };
+            if d > 0.15 {
                 let fd = (lgamma(x + h) - lgamma(x - h)) / (2.0 * h);
                 let d = digamma(x);
                 let err = (fd - d).abs() / d.abs().max(1.0);
@@ -342,7 +411,7 @@ mod tests {
             }
             x += 0.0731;
         }
-        assert!(count > 800);
+        assert!(count > 700);
     }
 
     #[test]

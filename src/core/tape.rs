@@ -18,6 +18,15 @@ pub struct Tape {
 }
 
 impl Tape {
+    /// Forget every node, keeping the arenas' capacity.
+    pub fn reset(&mut self) {
+        self.graph.clear();
+        self.adj.clear();
+        self.order.clear();
+        self.needs.clear();
+        self.pending = 0;
+    }
+
     /// Start a reverse sweep from `root`, seeded with `seed` (1 for a scalar
     /// when `None`). Returns the first hand-built node met, whose closure the
     /// caller runs before calling `resume`; `None` when the sweep is done.

@@ -14,15 +14,29 @@ fn view(data: &[f64], rows: usize, cols: usize, transposed: bool) -> DMatrixView
     }
 }
 
+/// Below this size on any side nalgebra's gemm falls back to a path that
+/// does not handle our strided (transposed) views, so we multiply directly.
+const SMALL_DIM: usize = 5;
+
 /// C = beta·C + op(A) op(B) for row-major C [m×n]; `a` holds A as stored
 /// (`[m×k]`, or `[k×m]` when `ta`), `b` likewise (`[k×n]`, or `[n×k]` when
-/// `tb`). `beta` 0 overwrites C without reading it.
+/// `tb`). `beta` is 0 (overwrite C without reading it) or 1 (accumulate).
 pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, beta: f64, c: &mut [f64]) {
     if m == 0 || n == 0 {
         return;
     }
     if beta == 0.0 {
         c.fill(0.0);
+    }
+    if m <= SMALL_DIM || k <= SMALL_DIM || n <= SMALL_DIM {
+        let at = |i: usize, l: usize| if ta { a[l * m + i] } else { a[i * k + l] };
+        let bt = |l: usize, j: usize| if tb { b[j * k + l] } else { b[l * n + j] };
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] += (0..k).fold(0.0, |s, l| s + at(i, l) * bt(l, j));
+            }
+        }
+        return;
     }
     let (ar, ac) = if ta { (k, m) } else { (m, k) };
     let (br, bc) = if tb { (n, k) } else { (k, n) };
