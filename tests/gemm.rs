@@ -16,3 +16,18 @@ fn probe() {
         }
     }
 }
+
+#[test]
+fn matvec_rows_equal_dot_bit_for_bit() {
+    use tangent_grad::core::kernels::matrix::{dot, matvec};
+    for m in [1usize, 3, 4, 7, 340] {
+        let k = 13;
+        let a: Vec<f64> = (0..m * k).map(|i| ((i * 7919) as f64).sin()).collect();
+        let x: Vec<f64> = (0..k).map(|i| (i as f64 * 0.37).cos()).collect();
+        let mut out = vec![0.0; m];
+        matvec(k, &a, &x, &mut out);
+        for i in 0..m {
+            assert_eq!(out[i].to_bits(), dot(&a[i * k..(i + 1) * k], &x).to_bits());
+        }
+    }
+}

@@ -29,13 +29,7 @@ pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bo
         c.fill(0.0);
     }
     if m <= SMALL_DIM || k <= SMALL_DIM || n <= SMALL_DIM {
-        let at = |i: usize, l: usize| if ta { a[l * m + i] } else { a[i * k + l] };
-        let bt = |l: usize, j: usize| if tb { b[j * k + l] } else { b[l * n + j] };
-        for i in 0..m {
-            for j in 0..n {
-                c[i * n + j] += (0..k).fold(0.0, |s, l| s + at(i, l) * bt(l, j));
-            }
-        }
+        small_gemm(m, k, n, a, ta, b, tb, c);
         return;
     }
     let (ar, ac) = if ta { (k, m) } else { (m, k) };
@@ -44,6 +38,41 @@ pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bo
     let bv = view(b, br, bc, tb);
     let mut cv = DMatrixViewMut::from_slice_with_strides_mut(c, m, n, n, 1);
     cv.gemm(1.0, &av, &bv, 1.0);
+}
+
+/// C += op(A) op(B) by loops whose inner step runs along contiguous rows.
+#[allow(clippy::too_many_arguments)]
+fn small_gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, c: &mut [f64]) {
+    match (ta, tb) {
+        (false, false) => {
+            for (arow, crow) in a.chunks_exact(k).zip(c.chunks_exact_mut(n)) {
+                for (&s, brow) in arow.iter().zip(b.chunks_exact(n)) {
+                    axpy(s, brow, crow);
+                }
+            }
+        }
+        (false, true) => {
+            for (arow, crow) in a.chunks_exact(k).zip(c.chunks_exact_mut(n)) {
+                for (cij, brow) in crow.iter_mut().zip(b.chunks_exact(k)) {
+                    *cij += dot(arow, brow);
+                }
+            }
+        }
+        (true, false) => {
+            for (acol, brow) in a.chunks_exact(m).zip(b.chunks_exact(n)) {
+                for (&s, crow) in acol.iter().zip(c.chunks_exact_mut(n)) {
+                    axpy(s, brow, crow);
+                }
+            }
+        }
+        (true, true) => {
+            for i in 0..m {
+                for j in 0..n {
+                    c[i * n + j] += (0..k).fold(0.0, |s, l| s + a[l * m + i] * b[j * k + l]);
+                }
+            }
+        }
+    }
 }
 
 /// Σ x, left to right.
@@ -63,9 +92,26 @@ pub fn axpy(s: f64, x: &[f64], y: &mut [f64]) {
     }
 }
 
-/// out = A x for row-major A [m×k].
+/// out = A x for row-major A [m×k]. Each entry is `dot(row, x)` bit for
+/// bit; four rows run together so their sums do not wait on each other.
 pub fn matvec(k: usize, a: &[f64], x: &[f64], out: &mut [f64]) {
-    for (o, row) in out.iter_mut().zip(a.chunks_exact(k)) {
+    let mut outs = out.chunks_exact_mut(4);
+    let mut blocks = a.chunks_exact(4 * k);
+    for (o, block) in (&mut outs).zip(&mut blocks) {
+        let (r0, rest) = block.split_at(k);
+        let (r1, rest) = rest.split_at(k);
+        let (r2, r3) = rest.split_at(k);
+        let mut s = [0.0; 4];
+        for l in 0..k {
+            let xl = x[l];
+            s[0] += r0[l] * xl;
+            s[1] += r1[l] * xl;
+            s[2] += r2[l] * xl;
+            s[3] += r3[l] * xl;
+        }
+        o.copy_from_slice(&s);
+    }
+    for (o, row) in outs.into_remainder().iter_mut().zip(blocks.remainder().chunks_exact(k)) {
         *o = dot(row, x);
     }
 }

@@ -52,7 +52,7 @@ pub fn forward(op: Op, p: &Inputs, out: &mut [f64], aux: &mut [f64]) -> Result<(
         Op::Log => ew::unary(v[0], out, f64::ln),
         Op::Sqrt => ew::unary(v[0], out, f64::sqrt),
         Op::Square => ew::unary(v[0], out, |x| x * x),
-        Op::Tanh => ew::unary(v[0], out, f64::tanh),
+        Op::Tanh => ew::unary(v[0], out, special::tanh),
         Op::Sigmoid => ew::unary(v[0], out, ew::sigmoid),
         Op::Relu => ew::unary(v[0], out, ew::relu),
         Op::Lgamma => ew::unary(v[0], out, special::lgamma),
