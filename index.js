@@ -91,28 +91,24 @@ function badElements(name) {
   return new Error(`${name} must be a number, an array of numbers, or an array of rows`);
 }
 
-/** Write a number, flat array or array of rows (already shaped) into dst at off. */
+/** Write a value in any of asTensor's forms (already shaped by `shapeOf`) into dst at off. */
 function copyInto(x, dst, off, name) {
-  if (typeof x === 'number') {
-    dst[off] = x;
-    return;
+  if (typeof x === 'number') dst[off] = x;
+  else if (x instanceof Float64Array) dst.set(x, off);
+  else if (isTensor(x)) dst.set(x.data, off);
+  else if (isRow(x[0])) copyRows(x, dst, off, name);
+  else copyNumbers(x, dst, off, name);
+}
+
+function copyNumbers(x, dst, off, name) {
+  for (let i = 0; i < x.length; i++) {
+    const v = x[i];
+    if (typeof v !== 'number') throw badElements(name);
+    dst[off + i] = v;
   }
-  if (x instanceof Float64Array) {
-    dst.set(x, off);
-    return;
-  }
-  if (isTensor(x)) {
-    dst.set(x.data, off);
-    return;
-  }
-  if (!isRow(x[0])) {
-    for (let i = 0; i < x.length; i++) {
-      const v = x[i];
-      if (typeof v !== 'number') throw badElements(name);
-      dst[off + i] = v;
-    }
-    return;
-  }
+}
+
+function copyRows(x, dst, off, name) {
   const n = x[0].length;
   for (let i = 0; i < x.length; i++) {
     const row = x[i];
@@ -120,10 +116,11 @@ function copyInto(x, dst, off, name) {
       dst.set(row, off + i * n);
       continue;
     }
+    let k = off + i * n;
     for (let j = 0; j < n; j++) {
       const v = row[j];
       if (typeof v !== 'number') throw badElements(name);
-      dst[off + i * n + j] = v;
+      dst[k++] = v;
     }
   }
 }
@@ -150,34 +147,40 @@ export function toNested(t) {
 
 // ---------------------------------------------------------------- the tape
 
+/** Frees the native tape of a Tape the garbage collector has taken. */
+const tapeFinalizer = new FinalizationRegistry((id) => N.tapeFree(id));
+
 /**
- * One Rust tape: the graph of an evaluation. A tape made for a single
- * evaluation is retired when it ends and its native memory reused by the
+ * One native tape (by id): the graph of an evaluation. A tape made for a
+ * single evaluation is retired when it ends and its memory reused by the
  * next; any other is freed when no Var holds it.
  */
 class Tape {
-  constructor(handle = N.tapeNew()) {
-    this.h = handle;
+  constructor(id = N.tapeNew(), finalize = true) {
+    this.h = id;
     this.live = true;
     this.nodes = 0;
     /** Hand-built nodes by id, whose closures the reverse sweep calls. */
     this.externals = null;
     /** Counts sweeps, so a Var knows whether its cached grad is current. */
     this.sweeps = 0;
+    if (finalize) tapeFinalizer.register(this, id, this);
   }
 }
 
 /** Native tapes of finished evaluations, emptied and ready for the next. */
-const spareHandles = [];
+const spareTapes = [];
 
-function evaluationTape() {
-  return new Tape(spareHandles.pop());
+/** A tape for one evaluation, which `retire` must end (`kept` ones are freed by the GC). */
+function evaluationTape(kept) {
+  return new Tape(spareTapes.pop(), kept);
 }
 
 function retire(t) {
   t.live = false;
   N.tapeReset(t.h);
-  if (spareHandles.length < 4) spareHandles.push(t.h);
+  if (spareTapes.length < 4) spareTapes.push(t.h);
+  else N.tapeFree(t.h);
 }
 
 function tapeOf(v) {
@@ -547,18 +550,28 @@ function bindSlots(t, s, kind) {
   return { vars, arg };
 }
 
+/** Entries [from, to) of a typed array as a plain array. */
+function plainArray(src, from, to) {
+  const out = new Array(to - from);
+  for (let i = from; i < to; i++) out[i - from] = src[i];
+  return out;
+}
+
 /** A gradient in the form its parameter came in, from `src` at `off`. */
 function shapeGradient(form, shape, src, off) {
-  const n = sizeOf(shape);
   switch (form) {
     case 'number':
       return src[off];
     case 'flat':
-      return Array.from(src.subarray(off, off + n));
-    case 'nested':
-      return toNested({ data: src.subarray(off, off + n), shape });
+      return plainArray(src, off, off + shape[0]);
+    case 'nested': {
+      const [m, n] = shape;
+      const rows = new Array(m);
+      for (let i = 0; i < m; i++) rows[i] = plainArray(src, off + i * n, off + (i + 1) * n);
+      return rows;
+    }
     default:
-      return { data: src.slice(off, off + n), shape: [...shape] };
+      return { data: src.slice(off, off + sizeOf(shape)), shape: [...shape] };
   }
 }
 
@@ -583,14 +596,14 @@ function scalarRootError(where, shape) {
 }
 
 /** Run the objective on a fresh tape: { t, params, inputs, root }. */
-function record(f, x, inputs, where, inputKind) {
+function record(f, x, inputs, where, inputKind, kept = false) {
   const params = slotsOf(x, 'parameter');
   let ins = null;
   if (inputs !== undefined) {
     checkInputs(inputs, where);
     ins = slotsOf(inputs, 'input');
   }
-  const t = evaluationTape();
+  const t = evaluationTape(kept);
   const prev = current;
   current = t;
   let P, I, root;
@@ -611,19 +624,25 @@ function evaluate(f, x, inputs, wantGradient, where) {
   const { t, params, P, root } = record(f, x, inputs, where, CONST);
   try {
     if (!wantGradient) return toNested(root.value);
-    if (!root.isScalar) throw scalarRootError(where, root.shape);
-    sweep(t, root._id, null);
-    const shapes = P.vars.map((v) => v.shape);
-    const offsets = [];
+    const swept = t.externals !== null;
+    if (swept) {
+      if (!root.isScalar) throw scalarRootError(where, root.shape);
+      sweep(t, root._id, null);
+    }
+    const vars = P.vars;
+    const ids = new Uint32Array(vars.length);
+    const offsets = new Array(vars.length);
     let total = 0;
-    for (const s of shapes) {
-      offsets.push(total);
-      total += sizeOf(s);
+    for (let i = 0; i < vars.length; i++) {
+      ids[i] = vars[i]._id;
+      offsets[i] = total;
+      total += sizeOf(vars[i].shape);
     }
     const flat = new Float64Array(total);
-    N.tapeGradients(t.h, Uint32Array.from(P.vars, (v) => v._id), flat);
-    const grads = params.values.map((v, i) => shapeGradient(formOf(v), shapes[i], flat, offsets[i]));
-    return { value: N.tapeScalar(t.h, root._id), gradient: assemble(params, grads) };
+    const value = N.tapeGradients(t.h, root._id, swept, where, ids, flat);
+    const grads = new Array(vars.length);
+    for (let i = 0; i < vars.length; i++) grads[i] = shapeGradient(formOf(params.values[i]), vars[i].shape, flat, offsets[i]);
+    return { value, gradient: assemble(params, grads) };
   } finally {
     retire(t);
   }
@@ -646,7 +665,7 @@ export function grad(f) {
 export function jacobian(f) {
   if (typeof f !== 'function') throw new Error('jacobian: expected a function');
   return (x) => {
-    const t = evaluationTape();
+    const t = evaluationTape(false);
     const prev = current;
     current = t;
     let leaf, y;
@@ -725,6 +744,8 @@ class Replay {
     }
     this.flat = new Float64Array(total);
     this.layout = new Int32Array(all.length);
+    this.gradLayout = new Int32Array(shapes.length);
+    this.slot = new Map((keys ?? []).map((k, i) => [k, i]));
     this.paramNames = map ? keys.map((k) => `parameter "${k}"`) : ['parameter'];
     this.inputNames = inputKeys.map((k) => `input "${k}"`);
   }
@@ -760,22 +781,31 @@ class Replay {
     const views = this.feedAll(x, inputs);
     if (this.rootShape.length !== 0) throw scalarRootError(where, this.rootShape);
     const np = this.shapes.length;
+    const values = this.map ? this.keys.map((k) => x[k]) : [x];
+    // Tensor-form parameters get their gradient written by Rust straight
+    // into a fresh Float64Array; every other form goes through gradFlat.
     const gradViews = [];
+    const gradLayout = this.gradLayout;
     for (let i = 0; i < np; i++) {
-      if (this.layout[i] < 0) gradViews.push(new Float64Array(sizeOf(this.shapes[i])));
+      if (isTensor(values[i])) {
+        gradViews.push(new Float64Array(sizeOf(this.shapes[i])));
+        gradLayout[i] = -gradViews.length;
+      } else {
+        gradLayout[i] = this.offsets[i];
+      }
     }
     const gradFlat = new Float64Array(this.flat.length);
-    const value = N.planRun(this.plan, this.flat, views, this.layout, gradFlat, gradViews);
+    const value = N.planRun(this.plan, this.flat, views, this.layout, gradFlat, gradViews, gradLayout);
     const grads = new Array(np);
     for (let i = 0; i < np; i++) {
-      const at = this.layout[i];
-      const v = this.map ? x[this.keys[i]] : x;
+      const at = gradLayout[i];
       grads[i] =
-        at < 0 ? { data: gradViews[-at - 1], shape: [...this.shapes[i]] } : shapeGradient(formOf(v), this.shapes[i], gradFlat, at);
+        at < 0 ? { data: gradViews[-at - 1], shape: [...this.shapes[i]] } : shapeGradient(formOf(values[i]), this.shapes[i], gradFlat, at);
     }
     if (!this.map) return { value, gradient: grads[0] };
+    // The caller's key order, which may differ from the one traced.
     const gradient = {};
-    for (let i = 0; i < np; i++) gradient[this.keys[i]] = grads[i];
+    for (const k of Object.keys(x)) gradient[k] = grads[this.slot.get(k)];
     return { value, gradient };
   }
 
@@ -789,7 +819,7 @@ class Replay {
 
 /** Trace f once at these arguments and build its plan, or null for a hand-built node. */
 function traceEntry(f, x, inputs) {
-  const r = record(f, x, inputs, 'compile', INPUT);
+  const r = record(f, x, inputs, 'compile', INPUT, true);
   const ids = (vars) => Uint32Array.from(vars, (v) => v._id);
   let plan;
   try {

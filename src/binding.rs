@@ -10,6 +10,7 @@ use crate::core::plan::Plan;
 use crate::core::shape::Shape;
 use crate::core::tape::Tape;
 use napi::bindgen_prelude::*;
+use std::cell::RefCell;
 use napi_derive::napi;
 
 fn js_err(e: CoreError) -> Error {
@@ -61,154 +62,200 @@ fn leaf_op(kind: u32) -> Op {
     }
 }
 
-#[napi(catch_unwind)]
-pub fn tape_new() -> External<Tape> {
-    External::new(Tape::default())
+thread_local! {
+    /// The tapes of this thread (each Node environment runs on its own
+    /// thread), by id. Ops name their tape by a number: unwrapping an
+    /// external on every call cost more than the op itself.
+    static TAPES: RefCell<Vec<Option<Tape>>> = const { RefCell::new(Vec::new()) };
+}
+
+fn with_tape<R>(id: u32, f: impl FnOnce(&mut Tape) -> std::result::Result<R, CoreError>) -> Result<R> {
+    TAPES.with(|tapes| match tapes.borrow_mut().get_mut(id as usize).and_then(Option::as_mut) {
+        Some(tape) => f(tape).map_err(js_err),
+        None => Err(Error::new(Status::InvalidArg, format!("tape {id} does not exist"))),
+    })
 }
 
 #[napi(catch_unwind)]
-pub fn tape_leaf(t: &mut External<Tape>, kind: u32, data: &[f64], rank: u32, d0: f64, d1: f64) -> Result<u32> {
+pub fn tape_new() -> u32 {
+    TAPES.with(|tapes| {
+        let mut tapes = tapes.borrow_mut();
+        match tapes.iter().position(Option::is_none) {
+            Some(free) => {
+                tapes[free] = Some(Tape::default());
+                free as u32
+            }
+            None => {
+                tapes.push(Some(Tape::default()));
+                (tapes.len() - 1) as u32
+            }
+        }
+    })
+}
+
+#[napi(catch_unwind)]
+pub fn tape_free(id: u32) {
+    TAPES.with(|tapes| {
+        if let Some(slot) = tapes.borrow_mut().get_mut(id as usize) {
+            *slot = None;
+        }
+    })
+}
+
+#[napi(catch_unwind)]
+pub fn tape_leaf(t: u32, kind: u32, data: &[f64], rank: u32, d0: f64, d1: f64) -> Result<u32> {
     let s = shape(rank, d0, d1)?;
     if data.len() != s.size() {
         return Err(Error::new(Status::InvalidArg, format!("data length {} does not match shape {s}", data.len())));
     }
-    t.graph.leaf(leaf_op(kind), s, data).map_err(js_err)
+    with_tape(t, |t| t.graph.leaf(leaf_op(kind), s, data))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_number(t: &mut External<Tape>, kind: u32, x: f64) -> Result<u32> {
-    t.graph.leaf(leaf_op(kind), Shape::Scalar, &[x]).map_err(js_err)
+pub fn tape_number(t: u32, kind: u32, x: f64) -> Result<u32> {
+    with_tape(t, |t| t.graph.leaf(leaf_op(kind), Shape::Scalar, &[x]))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_op1(t: &mut External<Tape>, code: u32, a: u32) -> Result<u32> {
-    t.graph.op(coded(code)?, &[a], true).map_err(js_err)
+pub fn tape_op1(t: u32, code: u32, a: u32) -> Result<u32> {
+    let op = coded(code)?;
+    with_tape(t, |t| t.graph.op(op, &[a], true))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_op2(t: &mut External<Tape>, code: u32, a: u32, b: u32) -> Result<u32> {
-    t.graph.op(coded(code)?, &[a, b], true).map_err(js_err)
+pub fn tape_op2(t: u32, code: u32, a: u32, b: u32) -> Result<u32> {
+    let op = coded(code)?;
+    with_tape(t, |t| t.graph.op(op, &[a, b], true))
 }
 
 /// A binary op with a number on one side, recorded in one call: the number
 /// becomes a constant leaf just before the op node, so its id is the
 /// returned id minus one.
 #[napi(catch_unwind)]
-pub fn tape_op2_number(t: &mut External<Tape>, code: u32, a: u32, x: f64, number_left: bool) -> Result<u32> {
+pub fn tape_op2_number(t: u32, code: u32, a: u32, x: f64, number_left: bool) -> Result<u32> {
     let op = coded(code)?;
-    let c = t.graph.leaf(Op::Const, Shape::Scalar, &[x]).map_err(js_err)?;
-    let parents = if number_left { [c, a] } else { [a, c] };
-    t.graph.op(op, &parents, true).map_err(js_err)
+    with_tape(t, |t| {
+        let c = t.graph.leaf(Op::Const, Shape::Scalar, &[x])?;
+        t.graph.op(op, &if number_left { [c, a] } else { [a, c] }, true)
+    })
 }
 
 /// Empty the tape for reuse, keeping its memory: a fresh arena would cost
 /// a page fault per 4 KiB on every evaluation.
 #[napi(catch_unwind)]
-pub fn tape_reset(t: &mut External<Tape>) {
-    t.reset();
+pub fn tape_reset(t: u32) -> Result<()> {
+    with_tape(t, |t| {
+        t.reset();
+        Ok(())
+    })
 }
 
 #[napi(catch_unwind)]
-pub fn tape_pow(t: &mut External<Tape>, a: u32, k: f64) -> Result<u32> {
-    t.graph.op(Op::Pow(Exponent::new(k)), &[a], true).map_err(js_err)
+pub fn tape_pow(t: u32, a: u32, k: f64) -> Result<u32> {
+    with_tape(t, |t| t.graph.op(Op::Pow(Exponent::new(k)), &[a], true))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_reshape(t: &mut External<Tape>, a: u32, rank: u32, d0: f64, d1: f64) -> Result<u32> {
+pub fn tape_reshape(t: u32, a: u32, rank: u32, d0: f64, d1: f64) -> Result<u32> {
     // Not capped here: a target too large for its operand is a count mismatch.
     let s = match rank {
         0 => Shape::Scalar,
         1 => Shape::Vector(d0 as usize),
         _ => Shape::Matrix(d0 as usize, d1 as usize),
     };
-    t.graph.op(Op::Reshape(s), &[a], true).map_err(js_err)
+    with_tape(t, |t| t.graph.op(Op::Reshape(s), &[a], true))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_slice(t: &mut External<Tape>, a: u32, s0: u32, s1: u32, z0: u32, z1: u32) -> Result<u32> {
+pub fn tape_slice(t: u32, a: u32, s0: u32, s1: u32, z0: u32, z1: u32) -> Result<u32> {
     let op = Op::Slice { start: [s0 as usize, s1 as usize], size: [z0 as usize, z1 as usize] };
-    t.graph.op(op, &[a], true).map_err(js_err)
+    with_tape(t, |t| t.graph.op(op, &[a], true))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_concat(t: &mut External<Tape>, parts: &[u32], axis: u32) -> Result<u32> {
-    t.graph.op(Op::Concat { axis: axis.min(2) as u8 }, parts, true).map_err(js_err)
+pub fn tape_concat(t: u32, parts: &[u32], axis: u32) -> Result<u32> {
+    with_tape(t, |t| t.graph.op(Op::Concat { axis: axis.min(2) as u8 }, parts, true))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_triangular_solve(t: &mut External<Tape>, a: u32, b: u32, lower: bool) -> Result<u32> {
-    t.graph.op(Op::TriangularSolve { lower }, &[a, b], true).map_err(js_err)
+pub fn tape_triangular_solve(t: u32, a: u32, b: u32, lower: bool) -> Result<u32> {
+    with_tape(t, |t| t.graph.op(Op::TriangularSolve { lower }, &[a, b], true))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_external(t: &mut External<Tape>, data: &[f64], rank: u32, d0: f64, d1: f64, parents: &[u32]) -> Result<u32> {
+pub fn tape_external(t: u32, data: &[f64], rank: u32, d0: f64, d1: f64, parents: &[u32]) -> Result<u32> {
     let s = shape(rank, d0, d1)?;
-    t.graph.external(s, data, parents).map_err(js_err)
+    with_tape(t, |t| t.graph.external(s, data, parents))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_shape(t: &External<Tape>, id: u32) -> Result<Vec<u32>> {
-    let node = t.graph.node(id).map_err(js_err)?;
-    Ok(node.shape.dims().into_iter().map(|d| d as u32).collect())
+pub fn tape_shape(t: u32, id: u32) -> Result<Vec<u32>> {
+    with_tape(t, |t| Ok(t.graph.node(id)?.shape.dims().into_iter().map(|d| d as u32).collect()))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_value(t: &External<Tape>, id: u32) -> Result<Float64Array> {
-    Ok(Float64Array::with_data_copied(t.graph.value(id).map_err(js_err)?))
-}
-
-/// The first element of a node's value: the value of a scalar objective.
-#[napi(catch_unwind)]
-pub fn tape_scalar(t: &External<Tape>, id: u32) -> Result<f64> {
-    Ok(t.graph.value(id).map_err(js_err)?.first().copied().unwrap_or(f64::NAN))
+pub fn tape_value(t: u32, id: u32) -> Result<Float64Array> {
+    with_tape(t, |t| Ok(Float64Array::with_data_copied(t.graph.value(id)?)))
 }
 
 /// Start a reverse sweep; returns the id of a hand-built node whose closure
 /// must run before `tapeResume`, or -1 when the sweep is complete.
 #[napi(catch_unwind)]
-pub fn tape_backward(t: &mut External<Tape>, root: u32, seed: Option<&[f64]>) -> Result<i64> {
-    Ok(t.backward(root, seed).map_err(js_err)?.map_or(-1, i64::from))
+pub fn tape_backward(t: u32, root: u32, seed: Option<&[f64]>) -> Result<i64> {
+    with_tape(t, |t| Ok(t.backward(root, seed)?.map_or(-1, i64::from)))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_resume(t: &mut External<Tape>) -> i64 {
-    t.resume().map_or(-1, i64::from)
+pub fn tape_resume(t: u32) -> Result<i64> {
+    with_tape(t, |t| Ok(t.resume().map_or(-1, i64::from)))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_adjoint(t: &External<Tape>, id: u32) -> Option<Float64Array> {
-    t.adjoint(id).map(Float64Array::with_data_copied)
+pub fn tape_adjoint(t: u32, id: u32) -> Result<Option<Float64Array>> {
+    with_tape(t, |t| Ok(t.adjoint(id).map(Float64Array::with_data_copied)))
 }
 
 #[napi(catch_unwind)]
-pub fn tape_accumulate(t: &mut External<Tape>, id: u32, contribution: &[f64]) -> Result<()> {
-    t.accumulate(id, contribution).map_err(js_err)
+pub fn tape_accumulate(t: u32, id: u32, contribution: &[f64]) -> Result<()> {
+    with_tape(t, |t| t.accumulate(id, contribution))
 }
 
-/// The adjoints of `leaves` one after another in `out`, zeros for a leaf the
-/// sweep did not reach.
+/// The whole gradient step of an eager evaluation in one call: check the
+/// root is a scalar (the message names `where`), sweep back from it unless
+/// `swept` says the caller already did (hand-built nodes), write the
+/// adjoints of `leaves` one after another into `out` (zeros for a leaf the
+/// sweep did not reach), and return the root's value.
 #[napi(catch_unwind)]
-pub fn tape_gradients(t: &External<Tape>, leaves: &[u32], mut out: Float64ArraySlice) -> Result<()> {
+pub fn tape_gradients(t: u32, root: u32, swept: bool, where_: String, leaves: &[u32], mut out: Float64ArraySlice) -> Result<f64> {
     // SAFETY: a fresh buffer of the caller's, not aliased by any other argument.
     let out = unsafe { out.as_mut() };
-    let mut at = 0;
-    for &id in leaves {
-        let size = t.graph.node(id).map_err(js_err)?.shape.size();
-        let Some(dst) = out.get_mut(at..at + size) else {
-            return Err(Error::new(Status::InvalidArg, "gradient buffer too small"));
-        };
-        match t.adjoint(id) {
-            Some(a) => dst.copy_from_slice(a),
-            None => dst.fill(0.0),
+    with_tape(t, |t| {
+        let shape = t.graph.node(root)?.shape;
+        if shape != Shape::Scalar {
+            return crate::fail!("{where_}: the objective must return a scalar, got {shape}. Reduce it with sum() or mean() first.");
         }
-        at += size;
-    }
-    Ok(())
+        if !swept {
+            t.backward(root, None)?;
+        }
+        let mut at = 0;
+        for &id in leaves {
+            let size = t.graph.node(id)?.shape.size();
+            let Some(dst) = out.get_mut(at..at + size) else {
+                return crate::fail!("gradient buffer too small");
+            };
+            match t.adjoint(id) {
+                Some(a) => dst.copy_from_slice(a),
+                None => dst.fill(0.0),
+            }
+            at += size;
+        }
+        Ok(t.graph.value(root)?[0])
+    })
 }
 
 #[napi(catch_unwind)]
-pub fn plan_build(t: &External<Tape>, root: u32, params: &[u32], inputs: &[u32]) -> Result<External<Plan>> {
-    Ok(External::new(Plan::build(&t.graph, root, params, inputs).map_err(js_err)?))
+pub fn plan_build(t: u32, root: u32, params: &[u32], inputs: &[u32]) -> Result<External<Plan>> {
+    with_tape(t, |t| Plan::build(&t.graph, root, params, inputs)).map(External::new)
 }
 
 #[napi(catch_unwind)]
@@ -236,9 +283,9 @@ fn feed(p: &mut Plan, flat: &[f64], views: &[&[f64]], layout: &[i32]) -> Result<
     Ok(())
 }
 
-/// One replay: feed, forward, and (with `grad`) backward, writing parameter
-/// gradients like the inputs were read (`gradFlat` at `layout` offsets, or
-/// the whole of a `gradViews` entry). Returns the root's first value.
+/// One replay: feed, forward and backward. Parameter `i`'s gradient goes to
+/// `gradFlat` from offset `gradLayout[i]` when that is >= 0, else into the
+/// whole of `gradViews[-gradLayout[i] - 1]`. Returns the root's value.
 #[napi(catch_unwind)]
 pub fn plan_run(
     p: &mut External<Plan>,
@@ -247,6 +294,7 @@ pub fn plan_run(
     layout: &[i32],
     mut grad_flat: Float64ArraySlice,
     grad_views: Vec<Float64ArraySlice>,
+    grad_layout: &[i32],
 ) -> Result<f64> {
     feed(p, flat, &views, layout)?;
     // SAFETY: the gradient buffers are fresh arrays of the caller's, distinct
@@ -256,7 +304,7 @@ pub fn plan_run(
     p.backward();
     let mut grad_views: Vec<&mut [f64]> = grad_views.into_iter().map(|mut v| unsafe { &mut *(v.as_mut() as *mut [f64]) }).collect();
     for i in 0..p.params().len() {
-        let at = layout[i];
+        let at = *grad_layout.get(i).ok_or_else(|| Error::new(Status::InvalidArg, "gradient layout does not match the plan"))?;
         let size = p.params()[i].shape.size();
         let out = if at >= 0 {
             grad_flat.get_mut(at as usize..at as usize + size)

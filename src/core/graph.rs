@@ -7,6 +7,41 @@ use super::op::{Op, Parents};
 use super::shape::{Shape, MAX_ELEMENTS};
 use crate::fail;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A multiply-rotate hash for the merge table: its keys are a few small
+/// integers, for which SipHash's flood resistance buys nothing and costs a
+/// visible share of recording an op.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type MergeTable = HashMap<(Op, Parents), u32, BuildHasherDefault<IdHasher>>;
 
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -34,7 +69,7 @@ pub struct Graph {
     pub aux: Vec<f64>,
     /// Pure nodes by (op, parents), so an identical node is made once: both
     /// `solvePSD(K, y)` and `logdetPSD(K)` then factor `K` a single time.
-    merged: HashMap<(Op, Parents), u32>,
+    merged: MergeTable,
 }
 
 /// Grow an arena by `len` zeros, refusing what cannot be allocated rather

@@ -21,7 +21,6 @@ impl Tape {
     /// Forget every node, keeping the arenas' capacity.
     pub fn reset(&mut self) {
         self.graph.clear();
-        self.adj.clear();
         self.order.clear();
         self.needs.clear();
         self.pending = 0;
@@ -46,8 +45,16 @@ impl Tape {
         self.order = post_order(nodes, root);
         self.needs = needs_adjoint(nodes, &self.order, |n| n.op == Op::Leaf);
         self.needs[root as usize] = true;
-        self.adj.clear();
-        self.adj.resize(self.graph.values.len(), 0.0);
+        // Only adjoints that will be read are cleared: the arena also holds
+        // the (often large) constants, which carry none.
+        if self.adj.len() < self.graph.values.len() {
+            self.adj.resize(self.graph.values.len(), 0.0);
+        }
+        for &id in &self.order {
+            if self.needs[id as usize] {
+                self.adj[nodes[id as usize].range()].fill(0.0);
+            }
+        }
         let r = nodes[root as usize].range();
         match seed {
             Some(s) => self.adj[r].copy_from_slice(s),
