@@ -1,6 +1,7 @@
 //! Elementwise kernels: each op is a whole loop, monomorphized per op so the
 //! arithmetic inlines (the dispatch happens once per node, not per element).
 
+use super::matrix::sum_by;
 use crate::core::op::Broadcast;
 
 /// out[i] = f(a[ia], b[ib]) under one of the broadcasting cases.
@@ -62,11 +63,7 @@ pub fn binary_adjoint(
         }
         (Broadcast::ScalarLeft, 0) => {
             let x = a[0];
-            let mut s = 0.0;
-            for (&y, &gi) in b.iter().zip(g) {
-                s += c(x, y, gi);
-            }
-            d[0] += s;
+            d[0] += sum_by(g.len(), |i| c(x, b[i], g[i]));
         }
         (Broadcast::ScalarLeft, _) => {
             let x = a[0];
@@ -82,11 +79,7 @@ pub fn binary_adjoint(
         }
         (Broadcast::ScalarRight, _) => {
             let y = b[0];
-            let mut s = 0.0;
-            for (&x, &gi) in a.iter().zip(g) {
-                s += c(x, y, gi);
-            }
-            d[0] += s;
+            d[0] += sum_by(g.len(), |i| c(a[i], y, g[i]));
         }
         (Broadcast::RowLeft, 0) => {
             let n = a.len();

@@ -75,9 +75,31 @@ fn small_gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: 
     }
 }
 
-/// Σ x, left to right.
+/// Σ f(i) for i < n, in four interleaved partial sums so the additions do not
+/// wait on one another (one running sum is latency-bound: ~4 cycles an add).
+#[inline(always)]
+pub fn sum_by(n: usize, f: impl Fn(usize) -> f64) -> f64 {
+    let mut s = [0.0; 4];
+    let body = n - n % 4;
+    let mut i = 0;
+    while i < body {
+        s[0] += f(i);
+        s[1] += f(i + 1);
+        s[2] += f(i + 2);
+        s[3] += f(i + 3);
+        i += 4;
+    }
+    let mut total = (s[0] + s[1]) + (s[2] + s[3]);
+    while i < n {
+        total += f(i);
+        i += 1;
+    }
+    total
+}
+
+/// Σ x.
 pub fn sum(x: &[f64]) -> f64 {
-    x.iter().fold(0.0, |s, &v| s + v)
+    sum_by(x.len(), |i| x[i])
 }
 
 /// Σ x[i] y[i], left to right.
@@ -113,6 +135,24 @@ pub fn matvec(k: usize, a: &[f64], x: &[f64], out: &mut [f64]) {
     }
     for (o, row) in outs.into_remainder().iter_mut().zip(blocks.remainder().chunks_exact(k)) {
         *o = dot(row, x);
+    }
+}
+
+/// d += Aᵀ g for row-major A [m×k]: four rows at a time, so each entry of
+/// `d` is loaded and stored once per four rows rather than once per row.
+pub fn matvec_t_acc(k: usize, a: &[f64], g: &[f64], d: &mut [f64]) {
+    let mut blocks = a.chunks_exact(4 * k);
+    let mut gs = g.chunks_exact(4);
+    for (block, g4) in (&mut blocks).zip(&mut gs) {
+        let (r0, rest) = block.split_at(k);
+        let (r1, rest) = rest.split_at(k);
+        let (r2, r3) = rest.split_at(k);
+        for l in 0..k {
+            d[l] += ((g4[0] * r0[l] + g4[1] * r1[l]) + g4[2] * r2[l]) + g4[3] * r3[l];
+        }
+    }
+    for (row, &gi) in blocks.remainder().chunks_exact(k).zip(gs.remainder()) {
+        axpy(gi, row, d);
     }
 }
 

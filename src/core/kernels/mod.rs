@@ -189,11 +189,7 @@ pub fn adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [
                         matrix::axpy(gi, v[1], row)
                     }
                 }
-                _ => {
-                    for (row, &gi) in v[0].chunks_exact(kk).zip(g) {
-                        matrix::axpy(gi, row, d)
-                    }
-                }
+                _ => matrix::matvec_t_acc(kk, v[0], g, d),
             }
         }
         Op::Dot => matrix::axpy(g[0], v[1 - k], d),
@@ -212,7 +208,7 @@ pub fn adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [
             if k == 0 {
                 matrix::axpy(1.0, g, d)
             } else if d.len() == 1 {
-                d[0] += (0..n).fold(0.0, |s, i| s + g[i * n + i]);
+                d[0] += matrix::sum_by(n, |i| g[i * n + i]);
             } else {
                 for (i, di) in d.iter_mut().enumerate() {
                     *di += g[i * n + i];
