@@ -1,8 +1,8 @@
 use tangent_grad::core::kernels::matrix::gemm;
 #[test]
 fn probe() {
-    for &(m, k, n) in &[(64usize, 32usize, 1usize), (3, 2, 1), (1, 3, 4), (7, 7, 7), (64, 8, 32)] {
-        for &(ta, tb) in &[(false, false), (false, true), (true, false)] {
+    for &(m, k, n) in &[(64usize, 32usize, 1usize), (3, 2, 1), (1, 3, 4), (7, 7, 7), (64, 8, 32), (64, 1, 32), (32, 64, 1), (5, 1, 1), (1, 1, 1), (9, 2, 3)] {
+        for &(ta, tb) in &[(false, false), (false, true), (true, false), (true, true)] {
             let a: Vec<f64> = (0..m * k).map(|i| (i as f64).sin()).collect();
             let b: Vec<f64> = (0..k * n).map(|i| (i as f64).cos()).collect();
             let mut c = vec![0.0; m * n];

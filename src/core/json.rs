@@ -23,11 +23,11 @@
 
 use super::error::{js_number, Error, Result};
 use super::graph::Graph;
-use super::op::{Exponent, Op};
+use super::op::{Exponent, Op, Parents};
 use super::plan::Plan;
 use super::shape::{Shape, MAX_ELEMENTS};
 use crate::fail;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// At most this many values (every node's value plus kernel scratch) in a
@@ -658,8 +658,20 @@ const OPS: [&str; 29] = [
     "cholesky", "triangularSolve", "solveGeneral",
 ];
 
+/// A node once checked: what the second pass builds. Parents are JSON indices.
+enum Checked {
+    Param(Shape),
+    Input(Shape),
+    Const(Shape, Vec<f64>),
+    Op(Op, Parents),
+}
+
 /// Rebuild a plan from its JSON text (SPEC §8), optimized as `compile` would.
 /// Parameters come in the order their nodes appear, then inputs likewise.
+///
+/// Two passes: the first checks every node and infers every shape, counting
+/// the values the plan will hold, without allocating any of them; only a
+/// plan that passes is built, by the second.
 pub fn plan_from_json(text: &str) -> Result<Plan> {
     let doc = Reader::new(text).document()?;
     let J::Obj(top) = &doc else { return not_a_plan() };
@@ -692,25 +704,24 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
         other => return fail!("compileFromJSON: input must be \"map\" or \"single\", got {}", show(other)),
     };
 
-    let mut graph = Graph::default();
-    // Graph id of each JSON node (identical op nodes merge into one id).
-    let mut ids: Vec<u32> = Vec::with_capacity(n);
-    // Whether a graph node is computed from constants only.
-    let mut constant: Vec<bool> = Vec::with_capacity(n);
-    let mut params: Vec<u32> = Vec::new();
-    let mut inputs: Vec<u32> = Vec::new();
+    // ---- pass 1: check, infer shapes, count values.
+    let mut checked: Vec<Checked> = Vec::with_capacity(n);
+    let mut shape_of: Vec<Shape> = Vec::with_capacity(n);
+    // The earlier node an op node is identical to (same op, same parents),
+    // as the graph will merge it; itself otherwise.
+    let mut canon: Vec<u32> = Vec::with_capacity(n);
+    let mut seen: HashMap<(Op, Parents), u32> = HashMap::new();
     let mut param_names: HashSet<&str> = HashSet::new();
     let mut input_names: HashSet<&str> = HashSet::new();
+    let mut n_params = 0usize;
     let mut total = 0usize;
-    let mut parents: Vec<u32> = Vec::new();
     let mut shapes: Vec<Shape> = Vec::new();
 
     for i in 0..n {
         let V::Obj(node) = nodes.get(i) else {
             return fail!("compileFromJSON: node {i}: expected an object, got {}", show(nodes.get(i)));
         };
-        let kind = get(node, "kind");
-        let label = match kind {
+        let label = match get(node, "kind") {
             V::Str("op") => match get(node, "op") {
                 V::Str(name) if OPS.contains(&name) => name,
                 V::Str(name) => return unknown_op(name),
@@ -728,10 +739,12 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
             }
         };
         let cx = Ctx { index: i, label };
-        let before = graph.nodes.len();
-        let (id, size, is_const) = match label {
+        let (node_checked, shape, size) = match label {
             "param" | "input" | "const" => {
                 let shape = read_shape(&cx, get(node, "shape"))?;
+                if label == "input" && version == 1 {
+                    return cx.err("a version 1 plan has no inputs");
+                }
                 let names = match label {
                     "param" => Some(&mut param_names),
                     "input" => Some(&mut input_names),
@@ -754,27 +767,21 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
                         }
                     }
                 }
-                if label == "input" && version == 1 {
-                    return cx.err("a version 1 plan has no inputs");
-                }
-                if label == "param" && !map && !params.is_empty() {
-                    return cx.err("a plan with input \"single\" has exactly one param node");
+                if label == "param" {
+                    if !map && n_params > 0 {
+                        return cx.err("a plan with input \"single\" has exactly one param node");
+                    }
+                    n_params += 1;
                 }
                 if total.saturating_add(shape.size()) > MAX_PLAN_VALUES {
                     return cx.err(format_args!("the plan would hold more than {MAX_PLAN_VALUES} values"));
                 }
-                let (op, data) = match label {
-                    "param" => (Op::Leaf, Vec::new()),
-                    "input" => (Op::Input, Vec::new()),
-                    _ => (Op::Const, read_data(&cx, get(node, "data"), shape)?),
+                let c = match label {
+                    "param" => Checked::Param(shape),
+                    "input" => Checked::Input(shape),
+                    _ => Checked::Const(shape, read_data(&cx, get(node, "data"), shape)?),
                 };
-                let id = graph.leaf(op, shape, &data).or_else(|e| cx.err(e))?;
-                match op {
-                    Op::Leaf => params.push(id),
-                    Op::Input => inputs.push(id),
-                    _ => {}
-                }
-                (id, shape.size(), op == Op::Const)
+                (c, shape, shape.size())
             }
             name => {
                 let list = match get(node, "list") {
@@ -792,15 +799,15 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
                         items = inner;
                     }
                 }
-                parents.clear();
+                let mut parents = Parents::with_capacity(items.len());
                 shapes.clear();
                 for k in 0..items.len() {
                     let p = items.get(k);
                     match integer(p) {
                         Some(x) if x >= 0.0 && x < i as f64 => {
-                            let id = ids[x as usize];
-                            parents.push(id);
-                            shapes.push(graph.nodes[id as usize].shape);
+                            let x = x as usize;
+                            parents.push(canon[x]);
+                            shapes.push(shape_of[x]);
                         }
                         Some(_) => return cx.err(format_args!("parent {} is not an earlier node", show(p))),
                         None => return cx.err(format_args!("parent {} is not a node index", show(p))),
@@ -808,26 +815,79 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
                 }
                 let args = read_args(&cx, get(node, "args"))?;
                 let op = read_op(&cx, name, args, list, &shapes)?;
-                // The shape first, statically: nothing is allocated for a node
-                // that does not fit its parents.
                 let shape = op.infer(&shapes).or_else(|e| cx.err(e))?;
                 let size = shape.size().saturating_add(op.aux_len(&shapes));
+                if let Some(&same) = seen.get(&(op, parents.clone())) {
+                    // Merged into an earlier node: nothing more to hold.
+                    checked.push(Checked::Op(op, parents));
+                    shape_of.push(shape);
+                    canon.push(same);
+                    continue;
+                }
                 if total.saturating_add(size) > MAX_PLAN_VALUES {
                     return cx.err(format_args!("the plan would hold more than {MAX_PLAN_VALUES} values"));
                 }
-                let is_const = parents.iter().all(|&p| constant[p as usize]);
-                let id = graph.op(op, &parents, is_const).or_else(|e| cx.err(e))?;
-                (id, size, is_const)
+                seen.insert((op, parents.clone()), i as u32);
+                (Checked::Op(op, parents), shape, size)
             }
         };
-        if graph.nodes.len() > before {
-            total += size;
-            constant.push(is_const);
-        }
-        ids.push(id);
+        total += size;
+        checked.push(node_checked);
+        shape_of.push(shape);
+        canon.push(i as u32);
     }
-    if !map && params.is_empty() {
+    if !map && n_params == 0 {
         return fail!("compileFromJSON: a plan with input \"single\" needs one param node");
+    }
+    drop(seen);
+
+    // ---- pass 2: build. Only evaluating constants can still fail.
+    let mut graph = Graph::default();
+    // Graph id of each JSON node; `u32::MAX` for one merged into another.
+    let mut ids: Vec<u32> = vec![u32::MAX; n];
+    // Whether a JSON node is computed from constants only (then it is
+    // evaluated now, so that a failure names it).
+    let mut constant: Vec<bool> = vec![false; n];
+    let mut params: Vec<u32> = Vec::new();
+    let mut inputs: Vec<u32> = Vec::new();
+    let mut graph_parents: Vec<u32> = Vec::new();
+    for (i, c) in checked.into_iter().enumerate() {
+        if canon[i] != i as u32 {
+            ids[i] = ids[canon[i] as usize];
+            constant[i] = constant[canon[i] as usize];
+            continue;
+        }
+        let label = match &c {
+            Checked::Param(_) => "param",
+            Checked::Input(_) => "input",
+            Checked::Const(..) => "const",
+            Checked::Op(op, _) => op.name(),
+        };
+        let cx = Ctx { index: i, label };
+        let id = match c {
+            Checked::Param(shape) => {
+                let id = graph.leaf(Op::Leaf, shape, &[]).or_else(|e| cx.err(e))?;
+                params.push(id);
+                id
+            }
+            Checked::Input(shape) => {
+                let id = graph.leaf(Op::Input, shape, &[]).or_else(|e| cx.err(e))?;
+                inputs.push(id);
+                id
+            }
+            Checked::Const(shape, data) => {
+                constant[i] = true;
+                graph.leaf(Op::Const, shape, &data).or_else(|e| cx.err(e))?
+            }
+            Checked::Op(op, parents) => {
+                graph_parents.clear();
+                graph_parents.extend(parents.iter().map(|&p| ids[p as usize]));
+                let evaluate = parents.iter().all(|&p| constant[p as usize]);
+                constant[i] = evaluate;
+                graph.op(op, &graph_parents, evaluate).or_else(|e| cx.err(e))?
+            }
+        };
+        ids[i] = id;
     }
     Plan::build(&graph, ids[root], &params, &inputs).map_err(|e| Error(format!("compileFromJSON: {e}")))
 }

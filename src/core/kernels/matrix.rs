@@ -43,6 +43,24 @@ pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bo
 /// C += op(A) op(B) by loops whose inner step runs along contiguous rows.
 #[allow(clippy::too_many_arguments)]
 fn small_gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, c: &mut [f64]) {
+    // A vector on the right, or an outer product: B, or A, is one contiguous
+    // run whatever its transposition, so these reduce to level-1 loops.
+    if n == 1 {
+        if ta {
+            matvec_t_acc(m, a, b, c);
+        } else {
+            for (ci, row) in c.iter_mut().zip(a.chunks_exact(k)) {
+                *ci += dot(row, b);
+            }
+        }
+        return;
+    }
+    if k == 1 {
+        for (&ai, crow) in a.iter().zip(c.chunks_exact_mut(n)) {
+            axpy(ai, b, crow);
+        }
+        return;
+    }
     match (ta, tb) {
         (false, false) => {
             for (arow, crow) in a.chunks_exact(k).zip(c.chunks_exact_mut(n)) {

@@ -1,0 +1,801 @@
+//! Property-based fuzz of `plan_from_json`: a plan is untrusted input, so
+//! whatever the text, reading it must return `Ok` or `Err`, never panic, and
+//! finish quickly. Valid plans are mutated (kinds, indices, shapes, data,
+//! static arguments, names, roots, versions), their text is damaged byte by
+//! byte, and token soups and deep nests are thrown in. Plans that do build
+//! are also fed and replayed, forward and backward.
+//!
+//! A fixed-seed generator makes every run see the same cases; set
+//! `JSON_FUZZ_SEED` to explore others and `JSON_FUZZ_CASES` to run more.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tangent_grad::core::json::plan_from_json;
+use tangent_grad::core::shape::Shape;
+
+// ---------------------------------------------------------------- a fixed-seed generator
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+// ---------------------------------------------------------------- JSON values to mutate
+
+#[derive(Clone, Debug)]
+enum Js {
+    Null,
+    Bool(bool),
+    Num(f64),
+    /// Number text written as is (`1e400`, `-0`, `00`, `1.`), valid or not.
+    Raw(String),
+    Str(String),
+    Arr(Vec<Js>),
+    Obj(Vec<(String, Js)>),
+}
+
+fn num(x: f64) -> Js {
+    Js::Num(x)
+}
+fn s(x: &str) -> Js {
+    Js::Str(x.into())
+}
+fn arr(xs: &[f64]) -> Js {
+    Js::Arr(xs.iter().map(|&x| Js::Num(x)).collect())
+}
+fn obj(fields: Vec<(&str, Js)>) -> Js {
+    Js::Obj(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+fn write(v: &Js, out: &mut String) {
+    match v {
+        Js::Null => out.push_str("null"),
+        Js::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Js::Num(x) if !x.is_finite() => out.push_str("null"),
+        Js::Num(x) if x.fract() == 0.0 && x.abs() < 1e21 => out.push_str(&format!("{x}")),
+        Js::Num(x) => out.push_str(&format!("{x:e}")),
+        Js::Raw(t) => out.push_str(t),
+        Js::Str(t) => {
+            out.push('"');
+            for c in t.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+        }
+        Js::Arr(xs) => {
+            out.push('[');
+            for (i, x) in xs.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write(x, out);
+            }
+            out.push(']');
+        }
+        Js::Obj(fields) => {
+            out.push('{');
+            for (i, (k, x)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write(&Js::Str(k.clone()), out);
+                out.push(':');
+                write(x, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn text(v: &Js) -> String {
+    let mut out = String::new();
+    write(v, &mut out);
+    out
+}
+
+// ---------------------------------------------------------------- valid plans to start from
+
+fn param(name: &str, shape: &[f64]) -> Js {
+    obj(vec![("kind", s("param")), ("name", s(name)), ("shape", arr(shape))])
+}
+fn input(name: &str, shape: &[f64]) -> Js {
+    obj(vec![("kind", s("input")), ("name", s(name)), ("shape", arr(shape))])
+}
+fn konst(shape: &[f64], data: &[f64]) -> Js {
+    obj(vec![("kind", s("const")), ("shape", arr(shape)), ("data", arr(data))])
+}
+fn op(name: &str, parents: &[f64]) -> Js {
+    obj(vec![("kind", s("op")), ("op", s(name)), ("parents", arr(parents))])
+}
+fn op_args(name: &str, parents: &[f64], args: Js) -> Js {
+    obj(vec![("kind", s("op")), ("op", s(name)), ("parents", arr(parents)), ("args", args)])
+}
+fn plan(nodes: Vec<Js>) -> Js {
+    let root = nodes.len() as f64 - 1.0;
+    obj(vec![("version", num(2.0)), ("input", s("map")), ("nodes", Js::Arr(nodes)), ("root", num(root))])
+}
+
+fn bases() -> Vec<Js> {
+    let mut out = Vec::new();
+    // SPEC §8's worked example.
+    out.push(plan(vec![
+        param("w", &[]),
+        param("b", &[2.0]),
+        input("x", &[2.0]),
+        input("y", &[2.0]),
+        op("add", &[3.0, 1.0]),
+        op("mul", &[0.0, 2.0]),
+        op("sub", &[5.0, 4.0]),
+        op("square", &[6.0]),
+        op("sum", &[7.0]),
+    ]));
+    // Every unary op.
+    for name in ["neg", "exp", "log", "sqrt", "square", "tanh", "sigmoid", "relu", "lgamma"] {
+        out.push(plan(vec![param("a", &[3.0]), op(name, &[0.0]), op("sum", &[1.0])]));
+    }
+    // Binary ops, broadcasting a row vector and a scalar over a matrix.
+    for name in ["add", "sub", "mul", "div", "maximum", "minimum"] {
+        out.push(plan(vec![
+            param("A", &[2.0, 3.0]),
+            param("v", &[3.0]),
+            konst(&[], &[0.5]),
+            op(name, &[1.0, 0.0]),
+            op(name, &[3.0, 2.0]),
+            op("mean", &[4.0]),
+        ]));
+    }
+    // Matrix ops.
+    out.push(plan(vec![
+        param("A", &[3.0, 3.0]),
+        param("x", &[3.0]),
+        op("matmul", &[0.0, 1.0]),
+        op("dot", &[2.0, 1.0]),
+        op("transpose", &[0.0]),
+        op("matmul", &[4.0, 0.0]),
+        op("diagPart", &[5.0]),
+        op("addDiag", &[5.0, 6.0]),
+        op("sum", &[7.0]),
+        op("add", &[8.0, 3.0]),
+    ]));
+    // Static arguments.
+    out.push(plan(vec![
+        param("a", &[6.0]),
+        op_args("pow", &[0.0], arr(&[3.0])),
+        op_args("reshape", &[1.0], Js::Arr(vec![arr(&[2.0, 3.0])])),
+        op_args("slice", &[2.0], Js::Arr(vec![arr(&[0.0, 1.0]), arr(&[2.0, 2.0])])),
+        op_args("slice", &[0.0], Js::Arr(vec![arr(&[1.0]), arr(&[4.0])])),
+        obj(vec![("kind", s("op")), ("op", s("concat")), ("parents", arr(&[4.0, 0.0])), ("list", Js::Bool(true))]),
+        obj(vec![
+            ("kind", s("op")),
+            ("op", s("concat")),
+            ("parents", arr(&[3.0, 3.0])),
+            ("list", Js::Bool(true)),
+            ("args", Js::Arr(vec![obj(vec![("axis", num(1.0))])])),
+        ]),
+        op("sum", &[6.0]),
+        op("sum", &[5.0]),
+        op("add", &[7.0, 8.0]),
+        op_args("reshape", &[9.0], Js::Arr(vec![arr(&[1.0, 1.0])])),
+        op_args("reshape", &[10.0], Js::Arr(vec![arr(&[])])),
+    ]));
+    // Linear algebra on raw parameters.
+    out.push(plan(vec![
+        param("A", &[2.0, 2.0]),
+        param("B", &[2.0, 2.0]),
+        op("cholesky", &[0.0]),
+        op_args("triangularSolve", &[2.0, 1.0], Js::Arr(vec![obj(vec![("lower", Js::Bool(true))])])),
+        op("transpose", &[2.0]),
+        op_args("triangularSolve", &[4.0, 3.0], Js::Arr(vec![obj(vec![("lower", Js::Bool(false))])])),
+        op("solveGeneral", &[0.0, 5.0]),
+        op("sum", &[6.0]),
+    ]));
+    // Constants folded at build time (a PD matrix, its factor and inverse).
+    out.push(plan(vec![
+        param("x", &[2.0]),
+        konst(&[2.0, 2.0], &[4.0, 1.0, 1.0, 3.0]),
+        konst(&[2.0, 2.0], &[1.0, 0.0, 0.0, 1.0]),
+        op("cholesky", &[1.0]),
+        op("solveGeneral", &[1.0, 2.0]),
+        op("matmul", &[4.0, 0.0]),
+        op("matmul", &[3.0, 5.0]),
+        op("diagPart", &[3.0]),
+        op("log", &[7.0]),
+        op("sum", &[8.0]),
+        op("dot", &[6.0, 0.0]),
+        op("add", &[9.0, 10.0]),
+    ]));
+    // A small GP marginal likelihood, written as toJSON writes it.
+    out.push(plan(vec![
+        param("l", &[]),
+        param("v", &[]),
+        input("D2", &[3.0, 3.0]),
+        input("y", &[3.0]),
+        konst(&[], &[2.0]),
+        op("square", &[0.0]),
+        op("mul", &[4.0, 5.0]),
+        op("div", &[2.0, 6.0]),
+        op("neg", &[7.0]),
+        op("exp", &[8.0]),
+        op("mul", &[1.0, 9.0]),
+        konst(&[], &[0.05]),
+        op("addDiag", &[10.0, 11.0]),
+        op("cholesky", &[12.0]),
+        op_args("triangularSolve", &[13.0, 3.0], Js::Arr(vec![obj(vec![("lower", Js::Bool(true))])])),
+        op("transpose", &[13.0]),
+        op_args("triangularSolve", &[15.0, 14.0], Js::Arr(vec![obj(vec![("lower", Js::Bool(false))])])),
+        op("dot", &[3.0, 16.0]),
+        konst(&[], &[-0.5]),
+        op("mul", &[18.0, 17.0]),
+        op("diagPart", &[13.0]),
+        op("log", &[20.0]),
+        op("sum", &[21.0]),
+        op("mul", &[4.0, 22.0]),
+        konst(&[], &[0.5]),
+        op("mul", &[24.0, 23.0]),
+        op("sub", &[19.0, 25.0]),
+    ]));
+    // A single-parameter plan, and a version 1 plan without `input`.
+    out.push(obj(vec![
+        ("version", num(2.0)),
+        ("input", s("single")),
+        ("nodes", Js::Arr(vec![obj(vec![("kind", s("param")), ("shape", arr(&[2.0, 2.0]))]), op("transpose", &[0.0]), op("sum", &[1.0])])),
+        ("root", num(2.0)),
+    ]));
+    out.push(obj(vec![
+        ("version", num(1.0)),
+        ("nodes", Js::Arr(vec![param("w", &[3.0]), konst(&[3.0], &[1.0, 2.0, 3.0]), op("dot", &[0.0, 1.0])])),
+        ("root", num(2.0)),
+    ]));
+    // Empty extents.
+    out.push(plan(vec![param("e", &[0.0]), op("exp", &[0.0]), op("sum", &[1.0]), op("mean", &[1.0]), op("add", &[2.0, 3.0])]));
+    out.push(plan(vec![param("E", &[0.0, 0.0]), op("cholesky", &[0.0]), op("solveGeneral", &[0.0, 1.0]), op("sum", &[2.0])]));
+    out
+}
+
+// ---------------------------------------------------------------- hostile values
+
+const OPS: &[&str] = &[
+    "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "sqrt", "square", "tanh", "sigmoid", "relu",
+    "lgamma", "pow", "sum", "mean", "matmul", "dot", "transpose", "diagPart", "addDiag", "reshape", "slice", "concat",
+    "cholesky", "triangularSolve", "solveGeneral", "trace", "logdetPSD", "solvePSD", "inv", "", "Add", "__proto__",
+    "constructor", "param",
+];
+
+fn hostile_number(r: &mut Rng, n: usize) -> Js {
+    let nf = n as f64;
+    match r.below(24) {
+        0 => num(-1.0),
+        1 => num(0.5),
+        2 => num(1e300),
+        3 => num(-1e300),
+        4 => num(nf),
+        5 => num(nf + 7.0),
+        6 => num(9007199254740993.0),
+        7 => num(18446744073709551616.0),
+        8 => num(4294967295.0),
+        9 => num(4294967296.0),
+        10 => num(2147483648.0),
+        11 => num(65536.0),
+        12 => num(46341.0),
+        13 => Js::Raw("1e400".into()),
+        14 => Js::Raw("-0".into()),
+        15 => Js::Raw("-1e-400".into()),
+        16 => Js::Raw("1.0".into()),
+        17 => Js::Raw("01".into()),
+        18 => Js::Raw("1.".into()),
+        19 => Js::Raw("-".into()),
+        20 => Js::Raw("1e".into()),
+        21 => Js::Raw("123456789012345678901234567890".into()),
+        22 => num(r.below(n + 2) as f64),
+        _ => num((r.unit() - 0.5) * 10.0),
+    }
+}
+
+fn hostile(r: &mut Rng, n: usize, depth: usize) -> Js {
+    match r.below(if depth > 3 { 6 } else { 12 }) {
+        0 => Js::Null,
+        1 => Js::Bool(r.chance(0.5)),
+        2 | 3 => hostile_number(r, n),
+        4 => s(*r.pick(&["", "NaN", "Infinity", "-Infinity", "-0", "2", "param", "op", "é\u{1F600}", "\u{0}", "x\"y\\"])),
+        5 => s(*r.pick(OPS)),
+        6 | 7 => {
+            let k = r.below(4);
+            Js::Arr((0..k).map(|_| hostile(r, n, depth + 1)).collect())
+        }
+        8 => {
+            let k = r.below(3);
+            let keys = ["lower", "axis", "kind", "shape", "", "__proto__"];
+            Js::Obj((0..k).map(|_| (r.pick(&keys).to_string(), hostile(r, n, depth + 1))).collect())
+        }
+        9 => hostile_shape(r),
+        10 => {
+            // Deep nesting around a value.
+            let d = *r.pick(&[10usize, 127, 128, 129, 500, 5000]);
+            let mut v = hostile_number(r, n);
+            for _ in 0..d {
+                v = Js::Arr(vec![v]);
+            }
+            v
+        }
+        _ => arr(&[r.below(n + 1) as f64, r.below(n + 1) as f64]),
+    }
+}
+
+fn hostile_shape(r: &mut Rng) -> Js {
+    match r.below(18) {
+        0 => arr(&[-1.0]),
+        1 => arr(&[1.5]),
+        2 => arr(&[2147483648.0]),
+        3 => arr(&[2147483649.0]),
+        4 => arr(&[65536.0, 65536.0]),
+        5 => arr(&[46340.0, 46340.0]),
+        6 => arr(&[1.0, 2.0, 3.0]),
+        7 => arr(&[]),
+        8 => arr(&[0.0]),
+        9 => arr(&[0.0, 0.0]),
+        10 => s("2"),
+        11 => Js::Arr(vec![arr(&[2.0])]),
+        12 => Js::Arr(vec![Js::Raw("1e400".into())]),
+        13 => arr(&[1e300, 1e300]),
+        14 => arr(&[0.0, 1e300]),
+        15 => arr(&[(r.below(4) + 1) as f64, (r.below(4) + 1) as f64]),
+        16 => arr(&[(r.below(6)) as f64]),
+        _ => Js::Null,
+    }
+}
+
+fn hostile_args(r: &mut Rng, n: usize) -> Js {
+    match r.below(16) {
+        0 => Js::Arr(vec![]),
+        1 => Js::Arr(vec![Js::Arr(vec![])]),
+        2 => Js::Arr(vec![obj(vec![])]),
+        3 => Js::Arr(vec![obj(vec![("lower", s("yes"))])]),
+        4 => Js::Arr(vec![s("NaN")]),
+        5 => Js::Arr(vec![arr(&[-1.0]), arr(&[2.0])]),
+        6 => Js::Arr(vec![arr(&[1e300]), arr(&[1.0])]),
+        7 => Js::Arr(vec![arr(&[0.0, 0.0]), arr(&[1.0, 1e300])]),
+        8 => Js::Arr(vec![obj(vec![("axis", num(2.0))])]),
+        9 => Js::Arr(vec![obj(vec![("axis", num(1.0))])]),
+        10 => Js::Arr(vec![arr(&[2147483648.0, 2.0])]),
+        11 => Js::Arr(vec![arr(&[46340.0, 46340.0])]),
+        12 => Js::Arr(vec![num(2.0), num(3.0)]),
+        13 => obj(vec![("lower", Js::Bool(false))]),
+        14 => Js::Arr(vec![arr(&[1.0]), arr(&[1.0])]),
+        _ => hostile(r, n, 1),
+    }
+}
+
+// ---------------------------------------------------------------- mutations
+
+fn nodes_mut(p: &mut Js) -> Option<&mut Vec<Js>> {
+    let Js::Obj(fields) = p else { return None };
+    fields.iter_mut().find(|(k, _)| k == "nodes").and_then(|(_, v)| match v {
+        Js::Arr(xs) => Some(xs),
+        _ => None,
+    })
+}
+
+fn set_field(v: &mut Js, key: &str, val: Js) {
+    if let Js::Obj(fields) = v {
+        match fields.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = val,
+            None => fields.push((key.to_string(), val)),
+        }
+    }
+}
+
+fn field_mut<'a>(v: &'a mut Js, key: &str) -> Option<&'a mut Js> {
+    match v {
+        Js::Obj(fields) => fields.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+fn mutate(r: &mut Rng, p: &mut Js) {
+    let n = nodes_mut(p).map_or(0, |xs| xs.len());
+    match r.below(16) {
+        // The top level.
+        0 => {
+            let key = *r.pick(&["version", "root", "input", "nodes"]);
+            let v = match key {
+                "version" => {
+                    if r.chance(0.5) {
+                        num(*r.pick(&[0.0, 1.0, 2.0, 3.0, 2.5]))
+                    } else {
+                        hostile(r, n, 0)
+                    }
+                }
+                "root" => hostile_number(r, n),
+                "input" => {
+                    if r.chance(0.5) {
+                        s(*r.pick(&["map", "single", "Map", ""]))
+                    } else {
+                        hostile(r, n, 0)
+                    }
+                }
+                _ => hostile(r, n, 0),
+            };
+            set_field(p, key, v);
+        }
+        1 => {
+            if let Js::Obj(fields) = p {
+                if !fields.is_empty() {
+                    let k = r.below(fields.len());
+                    fields.remove(k);
+                }
+            }
+        }
+        _ => {
+            let Some(nodes) = nodes_mut(p) else { return };
+            if nodes.is_empty() {
+                nodes.push(hostile(r, n, 0));
+                return;
+            }
+            let i = r.below(nodes.len());
+            match r.below(14) {
+                0 => {
+                    let kind = if r.chance(0.7) {
+                        s(*r.pick(&["param", "input", "const", "op", "lambda", "Param"]))
+                    } else {
+                        hostile(r, n, 1)
+                    };
+                    set_field(&mut nodes[i], "kind", kind);
+                }
+                1 => {
+                    if let Js::Obj(fields) = &mut nodes[i] {
+                        if !fields.is_empty() {
+                            let k = r.below(fields.len());
+                            fields.remove(k);
+                        }
+                    }
+                }
+                2 | 3 => {
+                    // A parent index gone wrong: out of range, negative, a
+                    // forward reference or the node itself (a cycle), a
+                    // fraction, a string, huge.
+                    let bad = match r.below(8) {
+                        0 => num(i as f64),
+                        1 => num((i + 1 + r.below(3)) as f64),
+                        2 => num(-1.0),
+                        3 => num(n as f64),
+                        _ => hostile_number(r, n),
+                    };
+                    match field_mut(&mut nodes[i], "parents") {
+                        Some(Js::Arr(ps)) if !ps.is_empty() => {
+                            let k = r.below(ps.len());
+                            ps[k] = bad;
+                        }
+                        _ => set_field(&mut nodes[i], "parents", Js::Arr(vec![bad])),
+                    }
+                }
+                4 => {
+                    // Extra or missing parents, or a valid but different one.
+                    let ps: Vec<Js> = (0..r.below(5)).map(|_| num(r.below(i.max(1)) as f64)).collect();
+                    set_field(&mut nodes[i], "parents", Js::Arr(ps));
+                }
+                5 | 6 => {
+                    let shape = hostile_shape(r);
+                    set_field(&mut nodes[i], "shape", shape);
+                }
+                7 => {
+                    // Data cut short, grown, or holding the wrong things.
+                    let data = match field_mut(&mut nodes[i], "data") {
+                        Some(Js::Arr(d)) => {
+                            let mut d = d.clone();
+                            match r.below(4) {
+                                0 => {
+                                    d.pop();
+                                }
+                                1 => d.push(num(1.0)),
+                                2 if !d.is_empty() => {
+                                    let k = r.below(d.len());
+                                    d[k] = hostile(r, n, 2);
+                                }
+                                _ => d = vec![],
+                            }
+                            Js::Arr(d)
+                        }
+                        _ => hostile(r, n, 1),
+                    };
+                    set_field(&mut nodes[i], "data", data);
+                }
+                8 => {
+                    let name = if r.chance(0.8) { s(*r.pick(OPS)) } else { hostile(r, n, 1) };
+                    set_field(&mut nodes[i], "op", name);
+                }
+                9 | 10 => {
+                    let args = hostile_args(r, n);
+                    set_field(&mut nodes[i], "args", args);
+                }
+                11 => {
+                    let key = *r.pick(&["name", "list", "kind", "op", "shape", "data", "parents", "args"]);
+                    let v = hostile(r, n, 1);
+                    set_field(&mut nodes[i], key, v);
+                }
+                12 => {
+                    // Reorder, duplicate or drop whole nodes.
+                    let j = r.below(nodes.len());
+                    match r.below(3) {
+                        0 => nodes.swap(i, j),
+                        1 => {
+                            let c = nodes[i].clone();
+                            nodes.insert(j, c);
+                        }
+                        _ => {
+                            nodes.remove(i);
+                        }
+                    }
+                }
+                _ => nodes[i] = hostile(r, n, 0),
+            }
+        }
+    }
+}
+
+/// Damage the text itself: cut it, overwrite or insert bytes.
+fn damage(r: &mut Rng, t: &str) -> String {
+    let mut b = t.as_bytes().to_vec();
+    let junk = b"{}[],:\"\\-+.eE0123456789 \ntruefalsenullxu";
+    for _ in 0..1 + r.below(3) {
+        if b.is_empty() {
+            break;
+        }
+        let at = r.below(b.len());
+        match r.below(4) {
+            0 => b.truncate(at),
+            1 => b[at] = *r.pick(junk),
+            2 => b.insert(at, *r.pick(junk)),
+            _ => {
+                b.remove(at);
+            }
+        }
+    }
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+/// Tokens thrown together, and pathological nests.
+fn soup(r: &mut Rng) -> String {
+    const TOKENS: &[&str] = &[
+        "{", "}", "[", "]", ",", ":", "\"version\"", "2", "\"nodes\"", "\"root\"", "0", "\"kind\"", "\"param\"",
+        "\"op\"", "\"add\"", "\"parents\"", "\"shape\"", "[]", "null", "true", "-1", "1e999", "\"\\u", "\"\\ud800\"",
+        "\"\\ud83d\\ude00\"", " ", "\"", "\\",
+    ];
+    match r.below(6) {
+        0 => {
+            let d = *r.pick(&[127usize, 128, 129, 1000, 100_000]);
+            format!(r#"{{"version":2,"nodes":{}{},"root":0}}"#, "[".repeat(d), "]".repeat(d))
+        }
+        1 => {
+            let d = *r.pick(&[127usize, 128, 129, 1000, 100_000]);
+            "{\"a\":".repeat(d)
+        }
+        2 => (0..r.below(64)).map(|_| (r.next() as u8 & 0x7f) as char).collect(),
+        _ => {
+            let mut out = String::new();
+            out.push_str(r#"{"version":2,"nodes":["#);
+            for _ in 0..r.below(40) {
+                out.push_str(*r.pick(TOKENS));
+            }
+            out
+        }
+    }
+}
+
+// ---------------------------------------------------------------- running a case
+
+static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+/// What a case did, for the tally.
+enum Outcome {
+    Built,
+    Refused,
+}
+
+/// Read the plan; if it builds, feed it values and replay it.
+fn run_case(t: &str, r: &mut Rng) -> Outcome {
+    match plan_from_json(t) {
+        Err(e) => {
+            assert!(e.0.starts_with("compileFromJSON: "), "message without the prefix: {}", e.0);
+            Outcome::Refused
+        }
+        Ok(mut p) => {
+            let sizes: Vec<usize> =
+                p.params().iter().chain(p.inputs()).map(|s| s.shape.size()).collect();
+            for (i, &n) in sizes.iter().enumerate() {
+                let data: Vec<f64> = (0..n).map(|k| if k % 7 == 3 { 2.0 } else { r.unit() * 2.0 - 0.5 }).collect();
+                p.set(i, &data).unwrap();
+            }
+            if p.forward().is_ok() && p.root_shape() == Shape::Scalar {
+                p.backward();
+                for i in 0..p.params().len() {
+                    let mut g = vec![0.0; p.params()[i].shape.size()];
+                    p.gradient(i, &mut g).unwrap();
+                }
+            }
+            Outcome::Built
+        }
+    }
+}
+
+#[test]
+fn fuzz_plan_from_json() {
+    let seed = std::env::var("JSON_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_2024_u64);
+    let cases: usize = std::env::var("JSON_FUZZ_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(120_000);
+    let mut r = Rng(seed | 1);
+    let bases = bases();
+    let texts: Vec<String> = bases.iter().map(text).collect();
+    // Every base plan is valid to begin with.
+    for t in &texts {
+        if let Err(e) = plan_from_json(t) {
+            panic!("base plan refused: {e}\n{t}");
+        }
+    }
+
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|info| {
+        *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(info.to_string());
+    }));
+
+    let started = Instant::now();
+    let mut failures: Vec<(String, String)> = Vec::new();
+    let (mut built, mut refused, mut slowest) = (0usize, 0usize, (Duration::ZERO, String::new()));
+    for case in 0..cases {
+        let t = match case % 10 {
+            // Damaged text of a base plan or of a mutated one.
+            0 => {
+                let base = r.pick(&texts).clone();
+                damage(&mut r, &base)
+            }
+            1 => soup(&mut r),
+            2 => {
+                let mut p = r.pick(&bases).clone();
+                mutate(&mut r, &mut p);
+                damage(&mut r, &text(&p))
+            }
+            // Mutated plans, one to four mutations deep.
+            _ => {
+                let mut p = r.pick(&bases).clone();
+                for _ in 0..1 + r.below(4) {
+                    mutate(&mut r, &mut p);
+                }
+                text(&p)
+            }
+        };
+        let t0 = Instant::now();
+        let result = catch_unwind(AssertUnwindSafe(|| run_case(&t, &mut r)));
+        let took = t0.elapsed();
+        if took > slowest.0 {
+            slowest = (took, t.chars().take(300).collect());
+        }
+        match result {
+            Ok(Outcome::Built) => built += 1,
+            Ok(Outcome::Refused) => refused += 1,
+            Err(_) => {
+                let msg = LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+                failures.push((msg, t.chars().take(600).collect()));
+            }
+        }
+    }
+    std::panic::set_hook(previous);
+    let elapsed = started.elapsed();
+    println!(
+        "json fuzz: {cases} cases in {:.2?} ({built} built and replayed, {refused} refused, {} panicked); slowest case {:.2?}",
+        elapsed,
+        failures.len(),
+        slowest.0
+    );
+    for (msg, t) in failures.iter().take(10) {
+        println!("PANIC: {msg}\n  on: {t}\n");
+    }
+    assert!(failures.is_empty(), "{} of {cases} cases panicked (first: {})", failures.len(), failures[0].0);
+    assert!(
+        slowest.0 < Duration::from_secs(2),
+        "a case took {:.2?}, which is not bounded work: {}",
+        slowest.0,
+        slowest.1
+    );
+    assert!(built > cases / 50, "too few cases built ({built}): the mutations are too destructive to test much");
+}
+
+// ---------------------------------------------------------------- large plans: bounded, linear work
+
+/// Time to read `t`, which must finish with the expected outcome.
+fn timed(t: &str, ok: bool) -> Duration {
+    let t0 = Instant::now();
+    let r = catch_unwind(AssertUnwindSafe(|| plan_from_json(t).map(|_| ())));
+    let took = t0.elapsed();
+    match r {
+        Err(_) => panic!("panicked on a large plan"),
+        Ok(res) => assert_eq!(res.is_ok(), ok, "{:?}", res.err()),
+    }
+    took
+}
+
+fn add_chain(params: usize, ops: usize) -> String {
+    let mut out = String::from(r#"{"version":2,"input":"map","nodes":["#);
+    for i in 0..params {
+        out.push_str(&format!(r#"{{"kind":"param","name":"p{i}","shape":[]}},"#));
+    }
+    // Sum every parameter, then keep adding the first.
+    let mut last = 0usize;
+    let mut n = params;
+    for i in 1..params {
+        out.push_str(&format!(r#"{{"kind":"op","op":"add","parents":[{last},{i}]}},"#));
+        last = n;
+        n += 1;
+    }
+    for _ in 0..ops {
+        out.push_str(&format!(r#"{{"kind":"op","op":"add","parents":[{last},0]}},"#));
+        last = n;
+        n += 1;
+    }
+    out.pop();
+    out.push_str(&format!(r#"],"root":{last}}}"#));
+    out
+}
+
+#[test]
+fn long_chains_read_in_linear_time() {
+    let small = timed(&add_chain(1, 20_000), true);
+    let large = timed(&add_chain(1, 200_000), true);
+    println!("add chain: 20k nodes {small:.2?}, 200k nodes {large:.2?}");
+    assert!(large < Duration::from_secs(2), "200k-node chain took {large:.2?}");
+}
+
+#[test]
+fn many_parameters_read_in_linear_time() {
+    let small = timed(&add_chain(5_000, 0), true);
+    let large = timed(&add_chain(50_000, 0), true);
+    println!("parameters summed: 5k {small:.2?}, 50k {large:.2?}");
+    assert!(large < Duration::from_secs(2), "50k parameters took {large:.2?} (10x the nodes, {:.0}x the time)", large.as_secs_f64() / small.as_secs_f64());
+}
+
+#[test]
+fn huge_declarations_are_refused_before_allocating() {
+    // Each of these would need gigabytes; each must be refused at once.
+    let cases = [
+        r#"{"version":2,"input":"map","nodes":[{"kind":"param","name":"a","shape":[2147483648]}],"root":0}"#.to_string(),
+        r#"{"version":2,"input":"map","nodes":[{"kind":"param","name":"a","shape":[46340,46340]}],"root":0}"#.to_string(),
+        r#"{"version":2,"input":"map","nodes":[{"kind":"param","name":"a","shape":[46340,1]},{"kind":"param","name":"b","shape":[1,46340]},{"kind":"op","op":"matmul","parents":[0,1]}],"root":2}"#.to_string(),
+        r#"{"version":2,"input":"map","nodes":[{"kind":"const","shape":[2147483647],"data":[1]}],"root":0}"#.to_string(),
+        // Many nodes each under the budget, over it together.
+        {
+            let mut out = String::from(r#"{"version":2,"input":"map","nodes":[{"kind":"param","name":"a","shape":[16777216]}"#);
+            for i in 0..40 {
+                out.push_str(&format!(r#",{{"kind":"op","op":"exp","parents":[{i}]}}"#));
+            }
+            out.push_str(r#"],"root":40}"#);
+            out
+        },
+    ];
+    for t in &cases {
+        let took = timed(t, false);
+        println!("{took:.2?} {}", &t[..80]);
+        assert!(took < Duration::from_millis(1500), "took {took:.2?}");
+    }
+}
