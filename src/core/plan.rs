@@ -67,30 +67,17 @@ impl Plan {
                 return fail!("node {id} is not a leaf and cannot be a parameter or input");
             }
         }
-        let order = post_order(&src.nodes, root);
-        let mut new_id = vec![u32::MAX; src.nodes.len()];
-        let mut g = Graph::default();
-        for &old in &order {
-            let node = &src.nodes[old as usize];
-            let id = match node.op {
-                Op::External => {
-                    return fail!("this objective holds a node built outside this package's ops, which cannot be replayed or serialized.")
-                }
-                _ if params.contains(&old) => g.leaf(Op::Leaf, node.shape, &[])?,
-                _ if inputs.contains(&old) => g.leaf(Op::Input, node.shape, &[])?,
-                op if op.is_leaf() => g.leaf(Op::Const, node.shape, src.value(old)?)?,
-                op => {
-                    let parents: Vec<u32> = node.parents.iter().map(|&p| new_id[p as usize]).collect();
-                    let constant = parents.iter().all(|&p| g.nodes[p as usize].op == Op::Const);
-                    let fold = passes.fold_constants && constant;
-                    let id = g.op(op, &parents, fold)?;
-                    if fold {
-                        g.freeze(id);
-                    }
-                    id
-                }
-            };
-            new_id[old as usize] = id;
+        let (mut g, mut new_id) = compact(src, root, params, inputs, passes.fold_constants)?;
+        // Folding cuts a constant node off from its parents; drop those too.
+        let live = post_order(&g.nodes, new_id[root as usize]).len();
+        if live < g.nodes.len() {
+            let remap = |ids: &[u32]| -> Vec<u32> { ids.iter().map(|&i| new_id[i as usize]).filter(|&i| i != u32::MAX).collect() };
+            let (p, i) = (remap(params), remap(inputs));
+            let (g2, second) = compact(&g, new_id[root as usize], &p, &i, false)?;
+            for id in new_id.iter_mut().filter(|id| **id != u32::MAX) {
+                *id = second[*id as usize];
+            }
+            g = g2;
         }
         let slot = |&id: &u32| Slot {
             shape: src.nodes[id as usize].shape,
@@ -200,6 +187,11 @@ impl Plan {
         Ok(())
     }
 
+    /// Op nodes evaluated on every replay (what constant folding reduces).
+    pub fn evaluated(&self) -> usize {
+        self.forward.len()
+    }
+
     /// Number of nodes kept, for tests of the optimizer.
     pub fn len(&self) -> usize {
         self.graph.nodes.len()
@@ -208,4 +200,35 @@ impl Plan {
     pub fn is_empty(&self) -> bool {
         self.graph.nodes.is_empty()
     }
+}
+
+/// Copy the part of `src` that reaches `root` into a new graph in post-order,
+/// parameters as `Leaf`, inputs as `Input`, any other leaf as a constant,
+/// folding constant-only op nodes when `fold`. Returns the new graph and the
+/// new id of every old node (`u32::MAX` where dropped).
+fn compact(src: &Graph, root: u32, params: &[u32], inputs: &[u32], fold: bool) -> Result<(Graph, Vec<u32>)> {
+    let mut new_id = vec![u32::MAX; src.nodes.len()];
+    let mut g = Graph::default();
+    for old in post_order(&src.nodes, root) {
+        let node = &src.nodes[old as usize];
+        let id = match node.op {
+            Op::External => {
+                return fail!("this objective holds a node built outside this package's ops, which cannot be replayed or serialized.")
+            }
+            _ if params.contains(&old) => g.leaf(Op::Leaf, node.shape, &[])?,
+            _ if inputs.contains(&old) => g.leaf(Op::Input, node.shape, &[])?,
+            op if op.is_leaf() => g.leaf(Op::Const, node.shape, src.value(old)?)?,
+            op => {
+                let parents: Vec<u32> = node.parents.iter().map(|&p| new_id[p as usize]).collect();
+                let fold = fold && parents.iter().all(|&p| g.nodes[p as usize].op == Op::Const);
+                let id = g.op(op, &parents, fold)?;
+                if fold {
+                    g.freeze(id);
+                }
+                id
+            }
+        };
+        new_id[old as usize] = id;
+    }
+    Ok((g, new_id))
 }

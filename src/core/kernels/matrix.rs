@@ -133,21 +133,17 @@ pub fn axpy(s: f64, x: &[f64], y: &mut [f64]) {
 }
 
 /// out = A x for row-major A [m×k]. Each entry is `dot(row, x)` bit for
-/// bit; four rows run together so their sums do not wait on each other.
+/// bit; eight rows run together so their sums do not wait on each other.
 pub fn matvec(k: usize, a: &[f64], x: &[f64], out: &mut [f64]) {
-    let mut outs = out.chunks_exact_mut(4);
-    let mut blocks = a.chunks_exact(4 * k);
+    const ROWS: usize = 8;
+    let mut outs = out.chunks_exact_mut(ROWS);
+    let mut blocks = a.chunks_exact(ROWS * k);
     for (o, block) in (&mut outs).zip(&mut blocks) {
-        let (r0, rest) = block.split_at(k);
-        let (r1, rest) = rest.split_at(k);
-        let (r2, r3) = rest.split_at(k);
-        let mut s = [0.0; 4];
-        for l in 0..k {
-            let xl = x[l];
-            s[0] += r0[l] * xl;
-            s[1] += r1[l] * xl;
-            s[2] += r2[l] * xl;
-            s[3] += r3[l] * xl;
+        let mut s = [0.0; ROWS];
+        for (l, &xl) in x.iter().enumerate().take(k) {
+            for (r, sr) in s.iter_mut().enumerate() {
+                *sr += block[r * k + l] * xl;
+            }
         }
         o.copy_from_slice(&s);
     }
