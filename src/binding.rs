@@ -263,22 +263,27 @@ pub fn plan_from_json(text: String) -> Result<External<Plan>> {
     Ok(External::new(json::plan_from_json(&text).map_err(js_err)?))
 }
 
+/// The `j`th typed array of a JavaScript array, borrowed for the call.
+fn view<'a>(views: &Array<'a>, j: usize) -> Result<Float64ArraySlice<'a>> {
+    views.get::<Float64ArraySlice>(j as u32)?.ok_or_else(|| Error::new(Status::InvalidArg, "missing argument buffer"))
+}
+
 /// Feed every parameter and input: slot `i` reads `flat` from offset
 /// `layout[i]` when that is >= 0, else the whole of `views[-layout[i] - 1]`,
-/// in place.
-fn feed(p: &mut Plan, flat: &[f64], views: &[&[f64]], layout: &[i32]) -> Result<()> {
+/// in place. Views are fetched one by one, so nothing is allocated.
+fn feed(p: &mut Plan, flat: &[f64], views: &Array, layout: &[i32]) -> Result<()> {
     if layout.len() != p.slot_count() {
         return Err(Error::new(Status::InvalidArg, "layout does not match the plan"));
     }
     for (i, &at) in layout.iter().enumerate() {
-        let data = if at >= 0 {
-            let size = if i < p.params().len() { p.params()[i].shape } else { p.inputs()[i - p.params().len()].shape }.size();
-            flat.get(at as usize..at as usize + size)
+        let size = p.slot_size(i);
+        if at >= 0 {
+            let data = flat.get(at as usize..at as usize + size);
+            let data = data.ok_or_else(|| Error::new(Status::InvalidArg, "argument buffer too small"))?;
+            p.set(i, data).map_err(js_err)?;
         } else {
-            views.get((-(at + 1)) as usize).copied()
-        };
-        let data = data.ok_or_else(|| Error::new(Status::InvalidArg, "argument buffer too small"))?;
-        p.set(i, data).map_err(js_err)?;
+            p.set(i, &view(views, (-(at + 1)) as usize)?).map_err(js_err)?;
+        }
     }
     Ok(())
 }
@@ -290,40 +295,41 @@ fn feed(p: &mut Plan, flat: &[f64], views: &[&[f64]], layout: &[i32]) -> Result<
 pub fn plan_run(
     p: &mut External<Plan>,
     flat: &[f64],
-    views: Vec<&[f64]>,
+    views: Array,
     layout: &[i32],
     mut grad_flat: Float64ArraySlice,
-    grad_views: Vec<Float64ArraySlice>,
+    grad_views: Array,
     grad_layout: &[i32],
 ) -> Result<f64> {
     feed(p, flat, &views, layout)?;
-    // SAFETY: the gradient buffers are fresh arrays of the caller's, distinct
-    // from every input and from each other.
-    let grad_flat = unsafe { grad_flat.as_mut() };
     let value = p.forward().map_err(js_err)?[0];
     p.backward();
-    let mut grad_views: Vec<&mut [f64]> = grad_views.into_iter().map(|mut v| unsafe { &mut *(v.as_mut() as *mut [f64]) }).collect();
-    for i in 0..p.params().len() {
-        let at = *grad_layout.get(i).ok_or_else(|| Error::new(Status::InvalidArg, "gradient layout does not match the plan"))?;
-        let size = p.params()[i].shape.size();
-        let out = if at >= 0 {
-            grad_flat.get_mut(at as usize..at as usize + size)
+    if grad_layout.len() != p.params().len() {
+        return Err(Error::new(Status::InvalidArg, "gradient layout does not match the plan"));
+    }
+    for (i, &at) in grad_layout.iter().enumerate() {
+        let size = p.slot_size(i);
+        if at >= 0 {
+            // SAFETY: a fresh buffer of the caller's, distinct from every input.
+            let out = unsafe { grad_flat.as_mut() }.get_mut(at as usize..at as usize + size);
+            let out = out.ok_or_else(|| Error::new(Status::InvalidArg, "gradient buffer too small"))?;
+            p.gradient(i, out).map_err(js_err)?;
         } else {
-            grad_views.get_mut((-(at + 1)) as usize).map(|v| &mut **v)
-        };
-        let out = out.ok_or_else(|| Error::new(Status::InvalidArg, "gradient buffer too small"))?;
-        p.gradient(i, out).map_err(js_err)?;
+            let mut out = view(&grad_views, (-(at + 1)) as usize)?;
+            // SAFETY: as above, a fresh array of the caller's for this gradient alone.
+            p.gradient(i, unsafe { out.as_mut() }).map_err(js_err)?;
+        }
     }
     Ok(value)
 }
 
 /// A forward replay alone; the root's value is copied into `out`.
 #[napi(catch_unwind)]
-pub fn plan_forward(p: &mut External<Plan>, flat: &[f64], views: Vec<&[f64]>, layout: &[i32], mut out: Float64ArraySlice) -> Result<()> {
+pub fn plan_forward(p: &mut External<Plan>, flat: &[f64], views: Array, layout: &[i32], mut out: Float64ArraySlice) -> Result<()> {
     feed(p, flat, &views, layout)?;
+    let value = p.forward().map_err(js_err)?;
     // SAFETY: a fresh buffer of the caller's, not aliased by any input.
     let out = unsafe { out.as_mut() };
-    let value = p.forward().map_err(js_err)?;
     if out.len() != value.len() {
         return Err(Error::new(Status::InvalidArg, "output buffer does not match the root"));
     }

@@ -85,11 +85,8 @@ fn grow(arena: &mut Vec<f64>, len: usize) -> Result<usize> {
 
 /// The parents of `node` as a kernel reads them, from the lower part of an
 /// arena (parents always sit before their children).
-pub fn inputs<'a>(nodes: &[Node], node: &Node, values: &'a [f64]) -> Inputs<'a> {
-    Inputs {
-        vals: node.parents.iter().map(|&p| &values[nodes[p as usize].range()]).collect(),
-        shapes: node.parents.iter().map(|&p| nodes[p as usize].shape).collect(),
-    }
+pub fn inputs<'a>(nodes: &'a [Node], node: &'a Node, values: &'a [f64]) -> Inputs<'a> {
+    Inputs { nodes, parents: &node.parents, values }
 }
 
 /// Evaluate node `id` from its parents' values.

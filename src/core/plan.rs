@@ -122,6 +122,11 @@ impl Plan {
         self.graph.nodes[self.root as usize].shape
     }
 
+    /// Number of values argument `i` (parameters first) takes, 0 past the end.
+    pub fn slot_size(&self, i: usize) -> usize {
+        self.slot(i).map_or(0, |s| s.shape.size())
+    }
+
     /// Parameters then inputs, in the order `set` numbers them.
     fn slot(&self, i: usize) -> Option<&Slot> {
         if i < self.params.len() {

@@ -200,22 +200,31 @@ pub fn for_block(cols: usize, start: [usize; 2], size: [usize; 2], vector: bool,
     }
 }
 
-/// Visit each part of a concatenation: `f(part, offset in the part, offset
-/// in the result, length)` over row pieces, so both the forward copy and the
-/// adjoint split walk the same layout.
-pub fn for_concat(parts: &[(usize, usize)], axis: u8, matrix: bool, mut f: impl FnMut(usize, usize, usize, usize)) {
+/// Visit each of `count` parts of a concatenation, part `k` laid out as
+/// `dims(k)` = (rows, cols): `f(part, offset in the part, offset in the
+/// result, length)` over row pieces, so the forward copy and the adjoint
+/// split walk the same layout.
+pub fn for_concat(
+    count: usize,
+    dims: impl Fn(usize) -> (usize, usize),
+    axis: u8,
+    matrix: bool,
+    mut f: impl FnMut(usize, usize, usize, usize),
+) {
     if !matrix || axis == 0 {
         // Scalars and vectors flatten; matrices stacked by rows are contiguous too.
         let mut at = 0;
-        for (k, &(r, c)) in parts.iter().enumerate() {
+        for k in 0..count {
+            let (r, c) = dims(k);
             f(k, 0, at, r * c);
             at += r * c;
         }
         return;
     }
-    let total: usize = parts.iter().map(|&(_, c)| c).sum();
+    let total: usize = (0..count).map(|k| dims(k).1).sum();
     let mut col = 0;
-    for (k, &(r, c)) in parts.iter().enumerate() {
+    for k in 0..count {
+        let (r, c) = dims(k);
         for i in 0..r {
             f(k, i * c, i * total + col, c);
         }

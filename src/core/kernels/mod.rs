@@ -6,17 +6,35 @@ pub mod elementwise;
 pub mod matrix;
 
 use super::error::Result;
+use super::graph::Node;
 use super::linalg;
 use super::op::{broadcast, Op};
 use super::shape::Shape;
 use super::special;
 use elementwise as ew;
-use smallvec::SmallVec;
 
-/// The parents of a node as a kernel sees them.
+/// The parents of a node as a kernel sees them, looked up on demand so that
+/// nothing is allocated however many parents a node has.
 pub struct Inputs<'a> {
-    pub vals: SmallVec<[&'a [f64]; 2]>,
-    pub shapes: SmallVec<[Shape; 2]>,
+    pub nodes: &'a [Node],
+    pub parents: &'a [u32],
+    /// An arena (or its lower part) holding every parent's value.
+    pub values: &'a [f64],
+}
+
+impl<'a> Inputs<'a> {
+    pub fn val(&self, k: usize) -> &'a [f64] {
+        &self.values[self.nodes[self.parents[k] as usize].range()]
+    }
+
+    pub fn shape(&self, k: usize) -> Shape {
+        self.nodes[self.parents[k] as usize].shape
+    }
+
+    /// The layout of parent `k` as (rows, cols), a scalar or vector being one row.
+    fn dims(&self, k: usize) -> (usize, usize) {
+        self.shape(k).rows_cols()
+    }
 }
 
 fn rhs_cols(s: Shape) -> usize {
@@ -26,91 +44,87 @@ fn rhs_cols(s: Shape) -> usize {
     }
 }
 
-/// Parts of a concat as (rows, cols), a scalar or vector counting as one row.
-fn concat_parts(shapes: &[Shape]) -> SmallVec<[(usize, usize); 8]> {
-    shapes.iter().map(|s| s.rows_cols()).collect()
-}
 
 /// Compute a node's value from its parents'.
 pub fn forward(op: Op, p: &Inputs, out: &mut [f64], aux: &mut [f64]) -> Result<()> {
-    let v = &p.vals;
+    let v = |k: usize| p.val(k);
     match op {
         Op::Leaf | Op::Input | Op::Const | Op::External => {}
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => {
-            let (_, bc) = broadcast(op.name(), p.shapes[0], p.shapes[1])?;
+            let (_, bc) = broadcast(op.name(), p.shape(0), p.shape(1))?;
             match op {
-                Op::Add => ew::binary(bc, v[0], v[1], out, |x, y| x + y),
-                Op::Sub => ew::binary(bc, v[0], v[1], out, |x, y| x - y),
-                Op::Mul => ew::binary(bc, v[0], v[1], out, |x, y| x * y),
-                Op::Div => ew::binary(bc, v[0], v[1], out, |x, y| x / y),
-                Op::Maximum => ew::binary(bc, v[0], v[1], out, ew::js_max),
-                _ => ew::binary(bc, v[0], v[1], out, ew::js_min),
+                Op::Add => ew::binary(bc, v(0), v(1), out, |x, y| x + y),
+                Op::Sub => ew::binary(bc, v(0), v(1), out, |x, y| x - y),
+                Op::Mul => ew::binary(bc, v(0), v(1), out, |x, y| x * y),
+                Op::Div => ew::binary(bc, v(0), v(1), out, |x, y| x / y),
+                Op::Maximum => ew::binary(bc, v(0), v(1), out, ew::js_max),
+                _ => ew::binary(bc, v(0), v(1), out, ew::js_min),
             }
         }
-        Op::Neg => ew::unary(v[0], out, |x| -x),
-        Op::Exp => ew::unary(v[0], out, f64::exp),
-        Op::Log => ew::unary(v[0], out, f64::ln),
-        Op::Sqrt => ew::unary(v[0], out, f64::sqrt),
-        Op::Square => ew::unary(v[0], out, |x| x * x),
-        Op::Tanh => ew::unary(v[0], out, special::tanh),
-        Op::Sigmoid => ew::unary(v[0], out, ew::sigmoid),
-        Op::Relu => ew::unary(v[0], out, ew::relu),
-        Op::Lgamma => ew::unary(v[0], out, special::lgamma),
+        Op::Neg => ew::unary(v(0), out, |x| -x),
+        Op::Exp => ew::unary(v(0), out, f64::exp),
+        Op::Log => ew::unary(v(0), out, f64::ln),
+        Op::Sqrt => ew::unary(v(0), out, f64::sqrt),
+        Op::Square => ew::unary(v(0), out, |x| x * x),
+        Op::Tanh => ew::unary(v(0), out, special::tanh),
+        Op::Sigmoid => ew::unary(v(0), out, ew::sigmoid),
+        Op::Relu => ew::unary(v(0), out, ew::relu),
+        Op::Lgamma => ew::unary(v(0), out, special::lgamma),
         Op::Pow(k) => {
             let k = k.get();
-            ew::unary(v[0], out, |x| x.powf(k))
+            ew::unary(v(0), out, |x| x.powf(k))
         }
-        Op::Sum => out[0] = matrix::sum(v[0]),
-        Op::Mean => out[0] = matrix::sum(v[0]) / v[0].len() as f64,
+        Op::Sum => out[0] = matrix::sum(v(0)),
+        Op::Mean => out[0] = matrix::sum(v(0)) / v(0).len() as f64,
         Op::Matmul => {
-            let (m, k) = p.shapes[0].rows_cols();
-            match p.shapes[1] {
-                Shape::Matrix(_, n) => matrix::gemm(m, k, n, v[0], false, v[1], false, 0.0, out),
-                _ => matrix::matvec(k, v[0], v[1], out),
+            let (m, k) = p.shape(0).rows_cols();
+            match p.shape(1) {
+                Shape::Matrix(_, n) => matrix::gemm(m, k, n, v(0), false, v(1), false, 0.0, out),
+                _ => matrix::matvec(k, v(0), v(1), out),
             }
         }
-        Op::Dot => out[0] = matrix::dot(v[0], v[1]),
+        Op::Dot => out[0] = matrix::dot(v(0), v(1)),
         Op::Transpose => {
-            let (m, n) = p.shapes[0].rows_cols();
-            matrix::transpose(m, n, v[0], out)
+            let (m, n) = p.shape(0).rows_cols();
+            matrix::transpose(m, n, v(0), out)
         }
         Op::DiagPart => {
             let n = out.len();
             for (i, o) in out.iter_mut().enumerate() {
-                *o = v[0][i * n + i];
+                *o = v(0)[i * n + i];
             }
         }
         Op::AddDiag => {
-            let n = p.shapes[0].rows_cols().0;
-            out.copy_from_slice(v[0]);
+            let n = p.shape(0).rows_cols().0;
+            out.copy_from_slice(v(0));
             for i in 0..n {
-                out[i * n + i] += if v[1].len() == 1 { v[1][0] } else { v[1][i] };
+                out[i * n + i] += if v(1).len() == 1 { v(1)[0] } else { v(1)[i] };
             }
         }
-        Op::Reshape(_) => out.copy_from_slice(v[0]),
+        Op::Reshape(_) => out.copy_from_slice(v(0)),
         Op::Slice { start, size } => {
-            let vector = p.shapes[0].rank() == 1;
-            matrix::for_block(p.shapes[0].rows_cols().1, start, size, vector, |src, dst, len| {
-                out[dst..dst + len].copy_from_slice(&v[0][src..src + len])
+            let vector = p.shape(0).rank() == 1;
+            matrix::for_block(p.shape(0).rows_cols().1, start, size, vector, |src, dst, len| {
+                out[dst..dst + len].copy_from_slice(&v(0)[src..src + len])
             })
         }
         Op::Concat { axis } => {
-            let matrix = p.shapes[0].rank() == 2;
-            matrix::for_concat(&concat_parts(&p.shapes), axis, matrix, |k, from, to, len| {
-                out[to..to + len].copy_from_slice(&v[k][from..from + len])
+            let matrix = p.shape(0).rank() == 2;
+            matrix::for_concat(p.parents.len(), |k| p.dims(k), axis, matrix, |k, from, to, len| {
+                out[to..to + len].copy_from_slice(&v(k)[from..from + len])
             })
         }
-        Op::Cholesky => linalg::cholesky(v[0], p.shapes[0].rows_cols().0, out)?,
+        Op::Cholesky => linalg::cholesky(v(0), p.shape(0).rows_cols().0, out)?,
         Op::TriangularSolve { lower } => {
-            let n = p.shapes[0].rows_cols().0;
-            linalg::triangular_solve(v[0], n, lower, v[1], rhs_cols(p.shapes[1]), out)
+            let n = p.shape(0).rows_cols().0;
+            linalg::triangular_solve(v(0), n, lower, v(1), rhs_cols(p.shape(1)), out)
         }
         Op::SolveGeneral => {
-            let n = p.shapes[0].rows_cols().0;
+            let n = p.shape(0).rows_cols().0;
             let (lu, rest) = aux.split_at_mut(n * n);
             let perm = &mut rest[..n];
-            linalg::lu_factor(v[0], n, lu, perm)?;
-            linalg::lu_solve(lu, perm, n, v[1], rhs_cols(p.shapes[1]), out)
+            linalg::lu_factor(v(0), n, lu, perm)?;
+            linalg::lu_solve(lu, perm, n, v(1), rhs_cols(p.shape(1)), out)
         }
     }
     Ok(())
@@ -121,32 +135,29 @@ pub fn forward(op: Op, p: &Inputs, out: &mut [f64], aux: &mut [f64]) -> Result<(
 pub fn prepare_adjoint(op: Op, p: &Inputs, g: &[f64], aux: &mut [f64]) {
     match op {
         Op::TriangularSolve { lower } => {
-            let n = p.shapes[0].rows_cols().0;
-            linalg::triangular_solve_bbar(v0(p), n, lower, g, rhs_cols(p.shapes[1]), aux)
+            let n = p.shape(0).rows_cols().0;
+            linalg::triangular_solve_bbar(p.val(0), n, lower, g, rhs_cols(p.shape(1)), aux)
         }
         Op::SolveGeneral => {
-            let n = p.shapes[0].rows_cols().0;
+            let n = p.shape(0).rows_cols().0;
             let (lu, rest) = aux.split_at_mut(n * n);
             let (perm, bbar) = rest.split_at_mut(n);
-            linalg::lu_solve_transpose(lu, perm, n, g, rhs_cols(p.shapes[1]), bbar)
+            linalg::lu_solve_transpose(lu, perm, n, g, rhs_cols(p.shape(1)), bbar)
         }
         _ => {}
     }
 }
 
-fn v0<'a>(p: &Inputs<'a>) -> &'a [f64] {
-    p.vals[0]
-}
 
 /// Accumulate into `d` the adjoint of parent `k`, given the node's value
 /// `out` and adjoint `g`.
 pub fn adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [f64], d: &mut [f64]) {
-    let v = &p.vals;
+    let v = |k: usize| p.val(k);
     match op {
         Op::Leaf | Op::Input | Op::Const | Op::External => {}
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => {
-            let Ok((_, bc)) = broadcast(op.name(), p.shapes[0], p.shapes[1]) else { return };
-            let (a, b) = (v[0], v[1]);
+            let Ok((_, bc)) = broadcast(op.name(), p.shape(0), p.shape(1)) else { return };
+            let (a, b) = (p.val(0), p.val(1));
             match (op, k) {
                 (Op::Add, _) | (Op::Sub, 0) => ew::binary_adjoint(bc, k, a, b, g, d, |_, _, g| g),
                 (Op::Sub, _) => ew::binary_adjoint(bc, k, a, b, g, d, |_, _, g| -g),
@@ -161,18 +172,18 @@ pub fn adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [
                 _ => ew::binary_adjoint(bc, k, a, b, g, d, |x, y, g| if x <= y { 0.0 } else { g }),
             }
         }
-        Op::Neg => ew::unary_adjoint(v[0], out, g, d, |_, _, g| -g),
-        Op::Exp => ew::unary_adjoint(v[0], out, g, d, |_, y, g| g * y),
-        Op::Log => ew::unary_adjoint(v[0], out, g, d, |x, _, g| g / x),
-        Op::Sqrt => ew::unary_adjoint(v[0], out, g, d, |_, y, g| g / (2.0 * y)),
-        Op::Square => ew::unary_adjoint(v[0], out, g, d, |x, _, g| 2.0 * x * g),
-        Op::Tanh => ew::unary_adjoint(v[0], out, g, d, |_, y, g| g * (1.0 - y * y)),
-        Op::Sigmoid => ew::unary_adjoint(v[0], out, g, d, |_, y, g| g * y * (1.0 - y)),
-        Op::Relu => ew::unary_adjoint(v[0], out, g, d, |x, _, g| if x > 0.0 { g } else { 0.0 }),
-        Op::Lgamma => ew::unary_adjoint(v[0], out, g, d, |x, _, g| g * special::digamma(x)),
+        Op::Neg => ew::unary_adjoint(v(0), out, g, d, |_, _, g| -g),
+        Op::Exp => ew::unary_adjoint(v(0), out, g, d, |_, y, g| g * y),
+        Op::Log => ew::unary_adjoint(v(0), out, g, d, |x, _, g| g / x),
+        Op::Sqrt => ew::unary_adjoint(v(0), out, g, d, |_, y, g| g / (2.0 * y)),
+        Op::Square => ew::unary_adjoint(v(0), out, g, d, |x, _, g| 2.0 * x * g),
+        Op::Tanh => ew::unary_adjoint(v(0), out, g, d, |_, y, g| g * (1.0 - y * y)),
+        Op::Sigmoid => ew::unary_adjoint(v(0), out, g, d, |_, y, g| g * y * (1.0 - y)),
+        Op::Relu => ew::unary_adjoint(v(0), out, g, d, |x, _, g| if x > 0.0 { g } else { 0.0 }),
+        Op::Lgamma => ew::unary_adjoint(v(0), out, g, d, |x, _, g| g * special::digamma(x)),
         Op::Pow(e) => {
             let k = e.get();
-            ew::unary_adjoint(v[0], out, g, d, |x, _, g| g * k * x.powf(k - 1.0))
+            ew::unary_adjoint(v(0), out, g, d, |x, _, g| g * k * x.powf(k - 1.0))
         }
         Op::Sum => d.iter_mut().for_each(|di| *di += g[0]),
         Op::Mean => {
@@ -180,21 +191,21 @@ pub fn adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [
             d.iter_mut().for_each(|di| *di += s)
         }
         Op::Matmul => {
-            let (m, kk) = p.shapes[0].rows_cols();
-            match (p.shapes[1], k) {
-                (Shape::Matrix(_, n), 0) => matrix::gemm(m, n, kk, g, false, v[1], true, 1.0, d),
-                (Shape::Matrix(_, n), _) => matrix::gemm(kk, m, n, v[0], true, g, false, 1.0, d),
+            let (m, kk) = p.shape(0).rows_cols();
+            match (p.shape(1), k) {
+                (Shape::Matrix(_, n), 0) => matrix::gemm(m, n, kk, g, false, v(1), true, 1.0, d),
+                (Shape::Matrix(_, n), _) => matrix::gemm(kk, m, n, v(0), true, g, false, 1.0, d),
                 (_, 0) => {
                     for (row, &gi) in d.chunks_exact_mut(kk).zip(g) {
-                        matrix::axpy(gi, v[1], row)
+                        matrix::axpy(gi, v(1), row)
                     }
                 }
-                _ => matrix::matvec_t_acc(kk, v[0], g, d),
+                _ => matrix::matvec_t_acc(kk, v(0), g, d),
             }
         }
-        Op::Dot => matrix::axpy(g[0], v[1 - k], d),
+        Op::Dot => matrix::axpy(g[0], v(1 - k), d),
         Op::Transpose => {
-            let (m, n) = p.shapes[0].rows_cols();
+            let (m, n) = p.shape(0).rows_cols();
             matrix::add_transposed(n, m, g, d)
         }
         Op::DiagPart => {
@@ -204,7 +215,7 @@ pub fn adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [
             }
         }
         Op::AddDiag => {
-            let n = p.shapes[0].rows_cols().0;
+            let n = p.shape(0).rows_cols().0;
             if k == 0 {
                 matrix::axpy(1.0, g, d)
             } else if d.len() == 1 {
@@ -217,33 +228,33 @@ pub fn adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [
         }
         Op::Reshape(_) => matrix::axpy(1.0, g, d),
         Op::Slice { start, size } => {
-            let vector = p.shapes[0].rank() == 1;
-            matrix::for_block(p.shapes[0].rows_cols().1, start, size, vector, |src, dst, len| {
+            let vector = p.shape(0).rank() == 1;
+            matrix::for_block(p.shape(0).rows_cols().1, start, size, vector, |src, dst, len| {
                 matrix::axpy(1.0, &g[dst..dst + len], &mut d[src..src + len])
             })
         }
         Op::Concat { axis } => {
-            let matrix = p.shapes[0].rank() == 2;
-            matrix::for_concat(&concat_parts(&p.shapes), axis, matrix, |part, from, to, len| {
+            let matrix = p.shape(0).rank() == 2;
+            matrix::for_concat(p.parents.len(), |k| p.dims(k), axis, matrix, |part, from, to, len| {
                 if part == k {
                     matrix::axpy(1.0, &g[to..to + len], &mut d[from..from + len])
                 }
             })
         }
-        Op::Cholesky => linalg::cholesky_adjoint(out, g, p.shapes[0].rows_cols().0, aux, d),
+        Op::Cholesky => linalg::cholesky_adjoint(out, g, p.shape(0).rows_cols().0, aux, d),
         Op::TriangularSolve { lower } => {
-            let n = p.shapes[0].rows_cols().0;
+            let n = p.shape(0).rows_cols().0;
             if k == 0 {
-                linalg::triangular_solve_tbar(n, lower, aux, out, rhs_cols(p.shapes[1]), d)
+                linalg::triangular_solve_tbar(n, lower, aux, out, rhs_cols(p.shape(1)), d)
             } else {
                 matrix::axpy(1.0, aux, d)
             }
         }
         Op::SolveGeneral => {
-            let n = p.shapes[0].rows_cols().0;
+            let n = p.shape(0).rows_cols().0;
             let bbar = &aux[n * n + n..];
             if k == 0 {
-                linalg::sub_outer(n, bbar, out, rhs_cols(p.shapes[1]), d)
+                linalg::sub_outer(n, bbar, out, rhs_cols(p.shape(1)), d)
             } else {
                 matrix::axpy(1.0, bbar, d)
             }
