@@ -138,11 +138,13 @@ pub fn matvec(k: usize, a: &[f64], x: &[f64], out: &mut [f64]) {
     const ROWS: usize = 8;
     let mut outs = out.chunks_exact_mut(ROWS);
     let mut blocks = a.chunks_exact(ROWS * k);
+    let x = &x[..k];
     for (o, block) in (&mut outs).zip(&mut blocks) {
+        let rows: [&[f64]; ROWS] = std::array::from_fn(|r| &block[r * k..(r + 1) * k]);
         let mut s = [0.0; ROWS];
-        for (l, &xl) in x.iter().enumerate().take(k) {
-            for (r, sr) in s.iter_mut().enumerate() {
-                *sr += block[r * k + l] * xl;
+        for (l, &xl) in x.iter().enumerate() {
+            for r in 0..ROWS {
+                s[r] += rows[r][l] * xl;
             }
         }
         o.copy_from_slice(&s);
