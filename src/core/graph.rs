@@ -70,6 +70,8 @@ pub struct Graph {
     /// Pure nodes by (op, parents), so an identical node is made once: both
     /// `solvePSD(K, y)` and `logdetPSD(K)` then factor `K` a single time.
     merged: MergeTable,
+    /// Record every op as a node of its own (only to test what merging changes).
+    no_merging: bool,
 }
 
 /// Grow an arena by `len` zeros, refusing what cannot be allocated rather
@@ -115,6 +117,11 @@ pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux
 }
 
 impl Graph {
+    /// A graph that does not merge identical nodes.
+    pub fn without_merging() -> Graph {
+        Graph { no_merging: true, ..Graph::default() }
+    }
+
     /// Forget every node, keeping the arenas' capacity.
     pub fn clear(&mut self) {
         self.nodes.clear();
@@ -184,7 +191,7 @@ impl Graph {
             return fail!("{}: result of {} elements is too large", op.name(), shape.size());
         }
         let key = (op, Parents::from_slice(parents));
-        if let Some(&id) = self.merged.get(&key) {
+        if let Some(&id) = self.merged.get(&key).filter(|_| !self.no_merging) {
             return Ok(id);
         }
         let id = self.append(op, key.1.clone(), shape, op.aux_len(&shapes))?;

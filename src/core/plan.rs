@@ -29,11 +29,14 @@ pub struct Slot {
 pub struct Passes {
     pub fold_constants: bool,
     pub skip_constant_adjoints: bool,
+    /// Merge identical nodes (the eager tape always does, so that eager and
+    /// compiled results agree bit for bit).
+    pub merge_identical: bool,
 }
 
 impl Default for Passes {
     fn default() -> Self {
-        Passes { fold_constants: true, skip_constant_adjoints: true }
+        Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true }
     }
 }
 
@@ -67,13 +70,14 @@ impl Plan {
                 return fail!("node {id} is not a leaf and cannot be a parameter or input");
             }
         }
-        let (mut g, mut new_id) = compact(src, root, params, inputs, passes.fold_constants)?;
+        let (mut g, mut new_id) = compact(src, root, params, inputs, passes)?;
         // Folding cuts a constant node off from its parents; drop those too.
         let live = post_order(&g.nodes, new_id[root as usize]).len();
         if live < g.nodes.len() {
             let remap = |ids: &[u32]| -> Vec<u32> { ids.iter().map(|&i| new_id[i as usize]).filter(|&i| i != u32::MAX).collect() };
             let (p, i) = (remap(params), remap(inputs));
-            let (g2, second) = compact(&g, new_id[root as usize], &p, &i, false)?;
+            let again = Passes { fold_constants: false, ..passes };
+            let (g2, second) = compact(&g, new_id[root as usize], &p, &i, again)?;
             for id in new_id.iter_mut().filter(|id| **id != u32::MAX) {
                 *id = second[*id as usize];
             }
@@ -209,11 +213,12 @@ impl Plan {
 
 /// Copy the part of `src` that reaches `root` into a new graph in post-order,
 /// parameters as `Leaf`, inputs as `Input`, any other leaf as a constant,
-/// folding constant-only op nodes when `fold`. Returns the new graph and the
-/// new id of every old node (`u32::MAX` where dropped).
-fn compact(src: &Graph, root: u32, params: &[u32], inputs: &[u32], fold: bool) -> Result<(Graph, Vec<u32>)> {
+/// folding constant-only op nodes and merging identical ones as `passes`
+/// say. Returns the new graph and the new id of every old node (`u32::MAX`
+/// where dropped).
+fn compact(src: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<(Graph, Vec<u32>)> {
     let mut new_id = vec![u32::MAX; src.nodes.len()];
-    let mut g = Graph::default();
+    let mut g = if passes.merge_identical { Graph::default() } else { Graph::without_merging() };
     for old in post_order(&src.nodes, root) {
         let node = &src.nodes[old as usize];
         let id = match node.op {
@@ -225,7 +230,7 @@ fn compact(src: &Graph, root: u32, params: &[u32], inputs: &[u32], fold: bool) -
             op if op.is_leaf() => g.leaf(Op::Const, node.shape, src.value(old)?)?,
             op => {
                 let parents: Vec<u32> = node.parents.iter().map(|&p| new_id[p as usize]).collect();
-                let fold = fold && parents.iter().all(|&p| g.nodes[p as usize].op == Op::Const);
+                let fold = passes.fold_constants && parents.iter().all(|&p| g.nodes[p as usize].op == Op::Const);
                 let id = g.op(op, &parents, fold)?;
                 if fold {
                     g.freeze(id);
