@@ -10,8 +10,14 @@ const CODE = Object.fromEntries(N.opCodes().map((name, i) => [name, i]));
 const CONST = 0;
 const LEAF = 1;
 const INPUT = 2;
-/** A tape with no evaluation in progress starts afresh past this many nodes. */
-const AMBIENT_LIMIT = 1 << 20;
+/**
+ * Ops outside any evaluation record on a shared tape, which is replaced by a
+ * fresh one (the old one freed once no Var holds it) past this many nodes or
+ * this many values, checked every AMBIENT_CHECK ops.
+ */
+const AMBIENT_NODES = 1 << 20;
+const AMBIENT_VALUES = 1 << 24;
+const AMBIENT_CHECK = 256;
 const MAX_PLANS = 8;
 
 // ---------------------------------------------------------------- shapes
@@ -196,8 +202,12 @@ let ambient = null;
 /** The tape ops record on: the evaluation in progress, else a shared one. */
 function activeTape() {
   if (current !== null) return current;
-  if (ambient === null || ambient.nodes > AMBIENT_LIMIT) ambient = new Tape();
+  if (ambient === null || (ambient.nodes % AMBIENT_CHECK === 0 && ambientFull(ambient))) ambient = new Tape();
   return ambient;
+}
+
+function ambientFull(t) {
+  return t.nodes >= AMBIENT_NODES || N.tapeSize(t.h) >= AMBIENT_VALUES;
 }
 
 const BUILD = Symbol('internal');
@@ -974,9 +984,11 @@ function serialize({ params, P, ins, I, root }) {
 
 const notAPlan = () => new Error('compileFromJSON: not a serialized plan');
 
-/** JSON text for the core, non-finite numbers kept as strings JSON cannot hold. */
+/** JSON text for the core, with the numbers JSON cannot hold (NaN, ±Infinity, -0) as strings. */
 function planText(json) {
-  return JSON.stringify(json, (_, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
+  return JSON.stringify(json, (_, v) =>
+    typeof v === 'number' && (!Number.isFinite(v) || Object.is(v, -0)) ? (Object.is(v, -0) ? '-0' : String(v)) : v,
+  );
 }
 
 export function compileFromJSON(json) {

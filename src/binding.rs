@@ -188,6 +188,12 @@ pub fn tape_external(t: u32, data: &[f64], rank: u32, d0: f64, d1: f64, parents:
     with_tape(t, |t| t.graph.external(s, data, parents))
 }
 
+/// How many values the tape's arena holds.
+#[napi(catch_unwind)]
+pub fn tape_size(t: u32) -> Result<f64> {
+    with_tape(t, |t| Ok(t.graph.values.len() as f64))
+}
+
 #[napi(catch_unwind)]
 pub fn tape_shape(t: u32, id: u32) -> Result<Vec<u32>> {
     with_tape(t, |t| Ok(t.graph.node(id)?.shape.dims().into_iter().map(|d| d as u32).collect()))

@@ -10,9 +10,9 @@ pub enum Shape {
     Matrix(usize, usize),
 }
 
-/// No single value may hold more elements than this (2^31 f64, 16 GiB): a
+/// No single value may hold more elements than this (2^28 f64, 2 GiB): a
 /// hostile shape is refused before anything is allocated.
-pub const MAX_ELEMENTS: usize = 1 << 31;
+pub const MAX_ELEMENTS: usize = 1 << 28;
 
 impl Shape {
     pub fn rank(self) -> usize {
