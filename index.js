@@ -616,17 +616,19 @@ function record(f, x, inputs, where, inputKind, kept = false) {
   const t = evaluationTape(kept);
   const prev = current;
   current = t;
-  let P, I, root;
   try {
-    P = bindSlots(t, params, LEAF);
-    I = ins && bindSlots(t, ins, inputKind);
-    root = I ? f(P.arg, I.arg) : f(P.arg);
+    const P = bindSlots(t, params, LEAF);
+    const I = ins && bindSlots(t, ins, inputKind);
+    let root = I ? f(P.arg, I.arg) : f(P.arg);
+    checkRoot(root, where);
+    if (root._tape !== t) root = leafVar(t, CONST, root.value);
+    return { t, params, P, ins, I, root };
+  } catch (e) {
+    if (!kept) retire(t);
+    throw e;
   } finally {
     current = prev;
   }
-  checkRoot(root, where);
-  if (root._tape !== t) root = leafVar(t, CONST, root.value);
-  return { t, params, P, ins, I, root };
 }
 
 /** One eager evaluation: the value alone, or value and gradient. */
@@ -678,31 +680,31 @@ export function jacobian(f) {
     const t = evaluationTape(false);
     const prev = current;
     current = t;
-    let leaf, y;
     try {
-      leaf = variable(x);
-      y = f(leaf);
+      const leaf = variable(x);
+      const y = f(leaf);
+      current = prev;
+      if (!(y instanceof Var)) throw new Error("jacobian: the function must return a Var built from this package's ops");
+      const shape = y.shape;
+      if (shape.length > 1) throw new Error(`jacobian: the function must return a scalar or a vector, got ${fmtShape(shape)}`);
+      const m = shape.length === 0 ? 1 : shape[0];
+      const n = leaf.data.length;
+      const rows = [];
+      for (let i = 0; i < m; i++) {
+        let row = null;
+        if (y._tape === t) {
+          const seed = new Float64Array(m);
+          seed[i] = 1;
+          sweep(t, y._id, seed);
+          row = N.tapeAdjoint(t.h, leaf._id);
+        }
+        rows.push(row ? Array.from(row) : new Array(n).fill(0));
+      }
+      return rows;
     } finally {
       current = prev;
+      retire(t);
     }
-    if (!(y instanceof Var)) throw new Error("jacobian: the function must return a Var built from this package's ops");
-    const shape = y.shape;
-    if (shape.length > 1) throw new Error(`jacobian: the function must return a scalar or a vector, got ${fmtShape(shape)}`);
-    const m = shape.length === 0 ? 1 : shape[0];
-    const n = leaf.data.length;
-    const rows = [];
-    for (let i = 0; i < m; i++) {
-      let row = null;
-      if (y._tape === t) {
-        const seed = new Float64Array(m);
-        seed[i] = 1;
-        sweep(t, y._id, seed);
-        row = N.tapeAdjoint(t.h, leaf._id);
-      }
-      rows.push(row ? Array.from(row) : new Array(n).fill(0));
-    }
-    retire(t);
-    return rows;
   };
 }
 
