@@ -19,6 +19,7 @@ const AMBIENT_NODES = 1 << 20;
 const AMBIENT_VALUES = 1 << 24;
 const AMBIENT_CHECK = 256;
 const MAX_PLANS = 8;
+const NO_VALUES = new Float64Array(0);
 
 // ---------------------------------------------------------------- shapes
 
@@ -833,15 +834,18 @@ class Replay {
     // into a fresh Float64Array; every other form goes through gradFlat.
     const gradViews = [];
     const gradLayout = this.gradLayout;
+    let flatGradients = false;
     for (let i = 0; i < np; i++) {
       if (isTensor(values[i])) {
         gradViews.push(new Float64Array(sizeOf(this.shapes[i])));
         gradLayout[i] = -gradViews.length;
       } else {
         gradLayout[i] = this.offsets[i];
+        flatGradients = true;
       }
     }
-    const gradFlat = new Float64Array(this.flat.length);
+    // Parameters come first in the flat layout, so their gradients fit in its head.
+    const gradFlat = flatGradients ? new Float64Array(this.offsets[np] ?? this.flat.length) : NO_VALUES;
     const value = N.planRun(this.plan, this.flat, views, this.layout, gradFlat, gradViews, gradLayout);
     const grads = new Array(np);
     for (let i = 0; i < np; i++) {
