@@ -999,7 +999,16 @@ function planText(json) {
 
 export function compileFromJSON(json) {
   if (json === null || typeof json !== 'object' || !Array.isArray(json.nodes)) throw notAPlan();
-  const plan = N.planFromJson(planText(json));
+  let text;
+  try {
+    text = planText(json);
+  } catch (e) {
+    throw new Error(`compileFromJSON: not a serialized plan (${e.message})`);
+  }
+  const plan = N.planFromJson(text);
+  // Names and shapes from the very text the core checked, not from getters
+  // that might answer differently a second time.
+  json = JSON.parse(text);
   const params = json.nodes.filter((n) => n.kind === 'param');
   const inputs = json.nodes.filter((n) => n.kind === 'input');
   const map = json.input === 'map' || (json.input === undefined && params.some((p) => typeof p.name === 'string'));

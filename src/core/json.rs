@@ -4,15 +4,18 @@
 //! [`Error`] naming the node at fault, never a panic, and the work done is
 //! bounded by the size of the text plus the values the plan declares:
 //!
-//! - the text is read by a small JSON reader of our own, with a nesting
-//!   limit, that parses every number with Rust's correctly rounded `f64`
-//!   parser (serde_json's default float parsing is off by an ulp for about
-//!   one number in five, which would break bit-identical round trips);
-//! - nodes are checked in order; a parent must be an earlier node, which
-//!   rules out cycles, and each node's shape is inferred statically from its
-//!   parents' before anything is allocated for it;
-//! - shapes are checked for rank, integrality and size before use, and the
-//!   whole plan may hold at most [`MAX_PLAN_VALUES`] values;
+//! - the text is read by a small JSON reader of our own that parses every
+//!   number with Rust's correctly rounded `f64` parser (serde_json's default
+//!   float parsing is off by an ulp for about one number in five, which
+//!   would break bit-identical round trips), and that recurses at most
+//!   `MAX_DEPTH` (128) levels: anything nested deeper is skipped iteratively and
+//!   refused by whichever node holds it;
+//! - a first pass checks every node in order and infers every shape
+//!   statically, allocating none of the plan's values: a parent must be an
+//!   earlier node (which rules out cycles), shapes are checked for rank,
+//!   integrality and size, static arguments for type and range, and the
+//!   whole plan may hold at most [`MAX_PLAN_VALUES`] values; only then does
+//!   a second pass build the graph, so a refused plan costs O(text);
 //! - subgraphs of constants only are evaluated as they are read, so an
 //!   error there (the Cholesky factor of a constant matrix that is not
 //!   positive definite) names its node too.
@@ -31,9 +34,10 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// At most this many values (every node's value plus kernel scratch) in a
-/// plan read from JSON: 2 GiB of f64. A few bytes of JSON can describe a
-/// product of two long vectors with 2^31 entries, so the per-value cap of
-/// the core alone does not bound memory; this does.
+/// plan read from JSON: 2 GiB of f64. A few bytes of JSON can describe many
+/// nodes each at the core's per-value cap, or the outer product of two long
+/// vectors, so that cap alone does not bound memory; this does, and it is
+/// checked for the whole plan before any value is allocated.
 pub const MAX_PLAN_VALUES: usize = 1 << 28;
 
 /// Arrays and objects nested deeper than this are refused (a plan needs 5).
@@ -52,6 +56,9 @@ enum J {
     Nums(Vec<f64>),
     Arr(Vec<J>),
     Obj(Vec<(String, J)>),
+    /// An array or object nested beyond [`MAX_DEPTH`], skipped unread: no
+    /// plan field may hold one, so whichever node holds it is refused.
+    Deep,
 }
 
 /// A borrowed view of a value, with `Missing` for an absent key.
@@ -64,6 +71,7 @@ enum V<'a> {
     Str(&'a str),
     Arr(Items<'a>),
     Obj(&'a [(String, J)]),
+    Deep,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -98,6 +106,7 @@ impl J {
             J::Nums(x) => V::Arr(Items::Nums(x)),
             J::Arr(x) => V::Arr(Items::Vals(x)),
             J::Obj(x) => V::Obj(x),
+            J::Deep => V::Deep,
         }
     }
 }
@@ -145,7 +154,7 @@ impl<'a> Reader<'a> {
         self.ws();
         match self.peek() {
             None => self.err("unexpected end"),
-            Some(b'{') | Some(b'[') if depth >= MAX_DEPTH => self.err("nested too deeply"),
+            Some(b'{') | Some(b'[') if depth >= MAX_DEPTH => self.skip_deep(),
             Some(b'{') => self.object(depth + 1),
             Some(b'[') => self.array(depth + 1),
             Some(b'"') => Ok(J::Str(self.string()?)),
@@ -154,6 +163,34 @@ impl<'a> Reader<'a> {
             Some(b'n') => self.literal("null", J::Null),
             Some(b'-' | b'0'..=b'9') => Ok(J::Num(self.number()?)),
             Some(_) => self.err("unexpected character"),
+        }
+    }
+
+    /// Skip a balanced array or object without recursing, however deep.
+    fn skip_deep(&mut self) -> Result<J> {
+        // Open brackets, true for an array.
+        let mut open: Vec<bool> = Vec::new();
+        loop {
+            match self.peek() {
+                None => return self.err("unexpected end"),
+                Some(c @ (b'[' | b'{')) => {
+                    open.push(c == b'[');
+                    self.i += 1;
+                }
+                Some(c @ (b']' | b'}')) => {
+                    if open.pop() != Some(c == b']') {
+                        return self.err("mismatched bracket");
+                    }
+                    self.i += 1;
+                    if open.is_empty() {
+                        return Ok(J::Deep);
+                    }
+                }
+                Some(b'"') => {
+                    self.string()?;
+                }
+                Some(_) => self.i += 1,
+            }
         }
     }
 
@@ -361,6 +398,7 @@ fn show(v: V) -> String {
         }
         match v {
             V::Missing => out.push_str("undefined"),
+            V::Deep => out.push_str("[… nested too deeply …]"),
             V::Null => out.push_str("null"),
             V::Bool(b) => out.push_str(if b { "true" } else { "false" }),
             V::Num(x) => out.push_str(&js_number(x)),
@@ -486,7 +524,7 @@ fn read_data(cx: &Ctx, v: V, shape: Shape) -> Result<Vec<f64>> {
         return cx.err(format_args!("data must be an array of numbers, got {}", show(v)));
     };
     if items.len() != shape.size() {
-        return cx.err(format_args!("data has {} values but shape {} holds {}", items.len(), shape, shape.size()));
+        return cx.err(format_args!("data length {} does not match shape {}", items.len(), shape));
     }
     match items {
         Items::Nums(x) => Ok(x.to_vec()),
@@ -592,13 +630,28 @@ fn read_op(cx: &Ctx, name: &str, args: Option<Items>, list: bool, shapes: &[Shap
                 return bad();
             }
             let mut d = [0usize; 2];
-            for (k, slot) in d.iter_mut().enumerate().take(dims.len()) {
+            let mut f = [0f64; 2];
+            for (k, slot) in f.iter_mut().enumerate().take(dims.len()) {
                 match integer(dims.get(k)) {
-                    // Beyond MAX_ELEMENTS no operand can match; clamping keeps the
-                    // count too large to match while it prints the same.
-                    Some(x) if x > 0.0 => *slot = x.min(MAX_ELEMENTS as f64 + 1.0) as usize,
+                    Some(x) if x > 0.0 => *slot = x,
                     _ => return bad(),
                 }
+            }
+            if f.iter().any(|&x| x > MAX_ELEMENTS as f64) {
+                // No operand holds that many: the count cannot match. Printed
+                // as JavaScript prints the dimensions.
+                let to = match dims.len() {
+                    1 => format!("[{}]", js_number(f[0])),
+                    _ => format!("[{}×{}]", js_number(f[0]), js_number(f[1])),
+                };
+                return match shapes {
+                    [s] => cx.err(format_args!("reshape: cannot view {} elements as {to}", s.size())),
+                    // The arity error comes from the shape rule.
+                    _ => Ok(Op::Reshape(Shape::Scalar)),
+                };
+            }
+            for (slot, &x) in d.iter_mut().zip(&f) {
+                *slot = x as usize;
             }
             let to = match dims.len() {
                 0 => Shape::Scalar,
@@ -773,14 +826,15 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
                     }
                     n_params += 1;
                 }
-                if total.saturating_add(shape.size()) > MAX_PLAN_VALUES {
-                    return cx.err(format_args!("the plan would hold more than {MAX_PLAN_VALUES} values"));
-                }
                 let c = match label {
                     "param" => Checked::Param(shape),
                     "input" => Checked::Input(shape),
+                    // Data as long as the shape says is already in the text.
                     _ => Checked::Const(shape, read_data(&cx, get(node, "data"), shape)?),
                 };
+                if total.saturating_add(shape.size()) > MAX_PLAN_VALUES {
+                    return cx.err(format_args!("the plan would hold more than {MAX_PLAN_VALUES} values"));
+                }
                 (c, shape, shape.size())
             }
             name => {
@@ -982,8 +1036,15 @@ mod tests {
             assert_eq!(err(text), "compileFromJSON: not a serialized plan", "{text}");
         }
         assert!(err("{").starts_with("compileFromJSON: not a serialized plan (invalid JSON"));
-        let deep = format!(r#"{{"version":2,"nodes":{}{}}}"#, "[".repeat(100_000), "]".repeat(100_000));
-        assert!(err(&deep).contains("nested too deeply"));
+        let deep = format!(r#"{{"version":2,"nodes":{}{},"root":0}}"#, "[".repeat(100_000), "]".repeat(100_000));
+        assert!(err(&deep).starts_with("compileFromJSON: node 0: expected an object, got [[[["));
+        let deep = format!(
+            r#"{{"version":2,"nodes":[{{"kind":"param","name":"a","shape":[3]}},{{"kind":"op","op":"pow","parents":[0],"args":{}2{}}}],"root":1}}"#,
+            "[{\"k\":".repeat(50_000),
+            "}]".repeat(50_000)
+        );
+        assert_eq!(err(&deep), "compileFromJSON: node 1 (pow): pow: exponent must be a finite number; got [object Object]");
+        assert!(err(&format!("{}2{}", "[".repeat(1000), "}".repeat(1000))).contains("mismatched bracket"));
     }
 
     #[test]
@@ -1021,24 +1082,32 @@ mod tests {
             ("[1,2,3]", "shape must be up to two non-negative integers, got [1, 2, 3]"),
             (r#"["2"]"#, r#"shape must be up to two non-negative integers, got ["2"]"#),
             ("3", "shape must be up to two non-negative integers, got 3"),
-            ("[1e300]", "shape [1e+300] holds more than 2147483648 values"),
-            ("[65536,65536]", "shape [65536, 65536] holds more than 2147483648 values"),
         ] {
             assert_eq!(
                 err(&plan(&format!(r#"{{"kind":"param","name":"a","shape":{shape}}}"#), 0)),
                 format!("compileFromJSON: node 0 (param): {msg}")
             );
         }
-        // Within the per-value cap but beyond the plan's budget: refused before allocating.
+        for (shape, shown) in [("[1e300]", "[1e+300]"), ("[65536,65536]", "[65536, 65536]"), ("[4294967296,0]", "[4294967296, 0]")] {
+            assert_eq!(
+                err(&plan(&format!(r#"{{"kind":"param","name":"a","shape":{shape}}}"#), 0)),
+                format!("compileFromJSON: node 0 (param): shape {shown} holds more than {MAX_ELEMENTS} values")
+            );
+        }
+        // Each within the per-value cap, together beyond the plan's budget:
+        // refused before anything is allocated.
         assert_eq!(
-            err(&plan(r#"{"kind":"param","name":"a","shape":[46340,46340]}"#, 0)),
-            "compileFromJSON: node 0 (param): the plan would hold more than 268435456 values"
+            err(&plan(
+                r#"{"kind":"param","name":"a","shape":[16384,16384]},{"kind":"param","name":"b","shape":[16384,16384]}"#,
+                0
+            )),
+            format!("compileFromJSON: node 1 (param): the plan would hold more than {MAX_PLAN_VALUES} values")
         );
         let outer = r#"{"kind":"param","name":"a","shape":[40000,1]},{"kind":"param","name":"b","shape":[1,40000]},
             {"kind":"op","op":"matmul","parents":[0,1]}"#;
         assert_eq!(
             err(&plan(outer, 2)),
-            "compileFromJSON: node 2 (matmul): the plan would hold more than 268435456 values"
+            format!("compileFromJSON: node 2 (matmul): the plan would hold more than {MAX_PLAN_VALUES} values")
         );
     }
 
@@ -1046,7 +1115,7 @@ mod tests {
     fn bad_data() {
         assert_eq!(
             err(&plan(r#"{"kind":"const","shape":[3],"data":[1,2]}"#, 0)),
-            "compileFromJSON: node 0 (const): data has 2 values but shape [3] holds 3"
+            "compileFromJSON: node 0 (const): data length 2 does not match shape [3]"
         );
         assert_eq!(
             err(&plan(r#"{"kind":"const","shape":[2],"data":[1,"x"]}"#, 0)),
@@ -1093,6 +1162,8 @@ mod tests {
             (r#"{"kind":"op","op":"reshape","parents":[0],"args":[[2]]}"#, "reshape: cannot view 3 elements as [2]"),
             (r#"{"kind":"op","op":"reshape","parents":[0],"args":[[0]]}"#, "reshape: shape must be up to two positive integers"),
             (r#"{"kind":"op","op":"reshape","parents":[0],"args":[3]}"#, "reshape: shape must be up to two positive integers"),
+            (r#"{"kind":"op","op":"reshape","parents":[0],"args":[[1e300,3]]}"#, "reshape: cannot view 3 elements as [1e+300×3]"),
+            (r#"{"kind":"op","op":"reshape","parents":[0],"args":[[3,3,1]]}"#, "reshape: shape must be up to two positive integers"),
             (r#"{"kind":"op","op":"pow","parents":[0],"args":["NaN"]}"#, "pow: exponent must be a finite number; got NaN"),
             (r#"{"kind":"op","op":"pow","parents":[0]}"#, "pow: exponent must be a finite number; got undefined"),
             (r#"{"kind":"op","op":"pow","parents":[0],"args":["2"]}"#, "pow: exponent must be a finite number; got 2"),

@@ -218,6 +218,14 @@ impl Plan {
 /// where dropped).
 fn compact(src: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<(Graph, Vec<u32>)> {
     let mut new_id = vec![u32::MAX; src.nodes.len()];
+    // Each leaf's role in constant time: a plan may have 100 000s of parameters.
+    let mut role = vec![Op::Const; src.nodes.len()];
+    for &id in inputs {
+        role[id as usize] = Op::Input;
+    }
+    for &id in params {
+        role[id as usize] = Op::Leaf;
+    }
     let mut g = if passes.merge_identical { Graph::default() } else { Graph::without_merging() };
     for old in post_order(&src.nodes, root) {
         let node = &src.nodes[old as usize];
@@ -225,9 +233,10 @@ fn compact(src: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passe
             Op::External => {
                 return fail!("this objective holds a node built outside this package's ops, which cannot be replayed or serialized.")
             }
-            _ if params.contains(&old) => g.leaf(Op::Leaf, node.shape, &[])?,
-            _ if inputs.contains(&old) => g.leaf(Op::Input, node.shape, &[])?,
-            op if op.is_leaf() => g.leaf(Op::Const, node.shape, src.value(old)?)?,
+            op if op.is_leaf() => match role[old as usize] {
+                Op::Const => g.leaf(Op::Const, node.shape, src.value(old)?)?,
+                fed => g.leaf(fed, node.shape, &[])?,
+            },
             op => {
                 let parents: Vec<u32> = node.parents.iter().map(|&p| new_id[p as usize]).collect();
                 let fold = passes.fold_constants && parents.iter().all(|&p| g.nodes[p as usize].op == Op::Const);
