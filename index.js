@@ -465,23 +465,16 @@ export function reshape(a, shape) {
   return opVar(t, id, [x], { op: 'reshape', args: [[...shape]] });
 }
 
+/** An array's length and first two entries for the core (-1 and NaN where absent or not numbers). */
+function entries(list) {
+  if (!Array.isArray(list)) return [-1, NaN, NaN];
+  return [list.length, dim(list[0]), dim(list[1])];
+}
+
 export function slice(a, start, size) {
   const t = activeTape();
   const x = lift(t, a);
-  const shape = x.shape;
-  if (shape.length === 0) throw new Error('slice: cannot slice a scalar');
-  const r = shape.length;
-  if (!Array.isArray(start) || !Array.isArray(size) || start.length !== r || size.length !== r) {
-    throw new Error(`slice: start and size need ${r} ${r === 1 ? 'entry' : 'entries'} for a ${fmtShape(shape)} operand`);
-  }
-  const ok = start.every((s) => Number.isInteger(s) && s >= 0) && size.every((s) => Number.isInteger(s) && s > 0);
-  if (!ok) throw new Error('slice: start must be a non-negative integer and size a positive integer');
-  for (let axis = 0; axis < r; axis++) {
-    if (start[axis] + size[axis] > shape[axis]) {
-      throw new Error(`slice: [${start[axis]}, ${start[axis] + size[axis]}) exceeds axis ${axis} of ${fmtShape(shape)}`);
-    }
-  }
-  const id = N.tapeSlice(t.h, x._id, start[0], start[1] ?? 0, size[0], size[1] ?? 0);
+  const id = N.tapeSlice(t.h, x._id, ...entries(start), ...entries(size));
   return opVar(t, id, [x], { op: 'slice', args: [[...start], [...size]] });
 }
 

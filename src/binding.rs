@@ -5,7 +5,7 @@
 
 use crate::core::error::Error as CoreError;
 use crate::core::json;
-use crate::core::op::{Exponent, Op};
+use crate::core::op::{slice_op, Exponent, Op};
 use crate::core::plan::Plan;
 use crate::core::shape::Shape;
 use crate::core::tape::Tape;
@@ -166,10 +166,19 @@ pub fn tape_reshape(t: u32, a: u32, rank: u32, d0: f64, d1: f64) -> Result<u32> 
     with_tape(t, |t| t.graph.op(Op::Reshape(s), &[a], true))
 }
 
+/// `start` and `size` come as their lengths and first two entries (NaN for
+/// an entry that is not a number, a length of -1 for something not an array).
 #[napi(catch_unwind)]
-pub fn tape_slice(t: u32, a: u32, s0: u32, s1: u32, z0: u32, z1: u32) -> Result<u32> {
-    let op = Op::Slice { start: [s0 as usize, s1 as usize], size: [z0 as usize, z1 as usize] };
-    with_tape(t, |t| t.graph.op(op, &[a], true))
+#[allow(clippy::too_many_arguments)]
+pub fn tape_slice(t: u32, a: u32, start_len: i32, s0: f64, s1: f64, size_len: i32, z0: f64, z1: f64) -> Result<u32> {
+    let entries = |len: i32, first: [f64; 2]| -> Vec<f64> {
+        (0..len.max(0) as usize).map(|i| first.get(i).copied().unwrap_or(f64::NAN)).collect()
+    };
+    let (start, size) = (entries(start_len, [s0, s1]), entries(size_len, [z0, z1]));
+    with_tape(t, |t| {
+        let op = slice_op(t.graph.node(a)?.shape, &start, &size)?;
+        t.graph.op(op, &[a], true)
+    })
 }
 
 #[napi(catch_unwind)]

@@ -1,7 +1,7 @@
 //! The one Op enum, its static arguments, its exported name and its shape rule.
 
 use super::error::Result;
-use super::shape::Shape;
+use super::shape::{Shape, MAX_ELEMENTS};
 use crate::fail;
 use smallvec::SmallVec;
 
@@ -266,6 +266,32 @@ impl Op {
             Op::SolveGeneral => solve_shape("solveGeneral", p[0], p[1]),
         }
     }
+}
+
+/// A slice from its arguments as JavaScript gives them (an entry that is not
+/// a number arrives as NaN), checked against the operand in the order SPEC §4
+/// lists the errors; the bounds are checked by `infer`.
+pub fn slice_op(operand: Shape, start: &[f64], size: &[f64]) -> Result<Op> {
+    let rank = operand.rank();
+    if rank == 0 {
+        return fail!("slice: cannot slice a scalar");
+    }
+    if start.len() != rank || size.len() != rank {
+        let entries = if rank == 1 { "entry" } else { "entries" };
+        return fail!("slice: start and size need {rank} {entries} for a {operand} operand");
+    }
+    let whole = |x: f64, least: f64| x >= least && x.fract() == 0.0 && x <= MAX_ELEMENTS as f64;
+    if !start.iter().all(|&x| whole(x, 0.0)) || !size.iter().all(|&x| whole(x, 1.0)) {
+        return fail!("slice: start must be a non-negative integer and size a positive integer");
+    }
+    let mut op = Op::Slice { start: [0; 2], size: [0; 2] };
+    if let Op::Slice { start: s, size: z } = &mut op {
+        for axis in 0..rank {
+            s[axis] = start[axis] as usize;
+            z[axis] = size[axis] as usize;
+        }
+    }
+    Ok(op)
 }
 
 /// The three broadcasting cases of SPEC §3, or the mismatch error.
