@@ -1,6 +1,7 @@
 //! The pure-Rust core: no napi types, tested with `cargo test`.
 
 pub mod error;
+pub mod fastmath;
 pub mod graph;
 pub mod json;
 pub mod kernels;

@@ -140,10 +140,6 @@ pub fn relu(x: f64) -> f64 {
     }
 }
 
-pub fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
-}
-
 /// JavaScript's Math.max for two numbers: NaN wins, +0 beats -0.
 pub fn js_max(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() {

@@ -6,6 +6,7 @@ pub mod elementwise;
 pub mod matrix;
 
 use super::error::Result;
+use super::fastmath;
 use super::graph::Node;
 use super::linalg;
 use super::op::{broadcast, Op};
@@ -66,8 +67,8 @@ pub fn forward(op: Op, p: &Inputs, out: &mut [f64], aux: &mut [f64]) -> Result<(
         Op::Log => ew::unary(v(0), out, f64::ln),
         Op::Sqrt => ew::unary(v(0), out, f64::sqrt),
         Op::Square => ew::unary(v(0), out, |x| x * x),
-        Op::Tanh => ew::unary(v(0), out, special::tanh),
-        Op::Sigmoid => ew::unary(v(0), out, ew::sigmoid),
+        Op::Tanh => fastmath::tanh_slice(v(0), out),
+        Op::Sigmoid => ew::unary(v(0), out, |x| 1.0 / (1.0 + (-x).exp())),
         Op::Relu => ew::unary(v(0), out, ew::relu),
         Op::Lgamma => ew::unary(v(0), out, special::lgamma),
         Op::Pow(k) => {
