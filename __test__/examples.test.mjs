@@ -1,0 +1,63 @@
+// Runs every example in examples/ at its small size, in a child process, and
+// checks that it exits cleanly and that its output makes sense.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** Run examples/<name> with --small; returns its stdout after asserting exit 0. */
+function runExample(name) {
+  const r = spawnSync(process.execPath, [`examples/${name}`, '--small'], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  assert.equal(r.error, undefined, `${name} could not run: ${r.error}`);
+  assert.equal(r.status, 0, `${name} exited with ${r.status ?? r.signal}\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+/** The number after `label` in the output. */
+function numberAfter(out, label) {
+  const m = out.match(new RegExp(`${label}\\s*(-?[0-9.]+(?:e[-+]?[0-9]+)?)`));
+  assert.ok(m, `no "${label}" in the output:\n${out}`);
+  return Number(m[1]);
+}
+
+test('gp.mjs (npm run demo): gradient agrees with central differences, compile is bit-identical', () => {
+  const out = runExample('gp.mjs');
+  assert.ok(numberAfter(out, 'largest difference from central differences:') < 1e-5, out);
+  assert.match(out, /bit for bit: yes/);
+  // Three hyperparameter settings printed, each with a finite value.
+  const rows = out.split('\n').filter((l) => /^\s*\d+\.\d{4}\s+\d+\.\d{4}\s+-?\d/.test(l));
+  assert.equal(rows.length, 3, out);
+});
+
+test('gp-fit.mjs: gradient ascent increases the log marginal likelihood', () => {
+  const out = runExample('gp-fit.mjs');
+  const m = out.match(/log likelihood: (-?[0-9.]+) -> (-?[0-9.]+)/);
+  assert.ok(m, out);
+  const [before, after] = [Number(m[1]), Number(m[2])];
+  assert.ok(after > before + 1, `no clear increase: ${before} -> ${after}`);
+  const l = numberAfter(out, 'fitted l =');
+  assert.ok(l > 0.2 && l < 10, `fitted length scale ${l}`);
+});
+
+test('hmc.mjs: acceptance rate in (0.3, 1) and a sensible posterior', () => {
+  const out = runExample('hmc.mjs');
+  const rate = numberAfter(out, 'acceptance rate:');
+  assert.ok(rate > 0.3 && rate < 1, `acceptance rate ${rate}`);
+  const sigma = numberAfter(out, 'sigma');
+  assert.ok(sigma > 0.55 && sigma < 0.85, `posterior mean of sigma ${sigma} (simulated with 0.7)`);
+  const intercept = numberAfter(out, 'intercept');
+  assert.ok(Math.abs(intercept - 1) < 0.2, `posterior mean of the intercept ${intercept} (simulated with 1)`);
+});
+
+test('workers.mjs: plans rebuilt in worker_threads give bit-identical results', () => {
+  const out = runExample('workers.mjs');
+  assert.match(out, /bit-identical to the main thread: yes/);
+  assert.match(out, /36 evaluations in 2 workers/);
+});

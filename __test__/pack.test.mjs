@@ -1,0 +1,237 @@
+// The package as a consumer gets it: `npm pack` into a temporary directory,
+// check what the tarball holds, install it into an empty project, import it
+// there as ESM, take a gradient, and replay a compiled plan in a worker.
+// Then the fallback a platform without a prebuilt binary takes: the same
+// tarball installed with TANGENT_GRAD_BUILD_FROM_SOURCE=1 builds the addon
+// from the shipped Rust sources with cargo.
+//
+// It needs the built addon (binding.js and grad.<platform>.node, which
+// `npm install` makes) and fails, never skips, when something is missing.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as G from '../index.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+let work; // temporary directory for the tarball and the consumer projects
+let tarball;
+let packedFiles;
+
+/** The environment for a nested npm: none of the outer `npm test`'s package and lifecycle variables. */
+function cleanEnv(extra = {}) {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (/^npm_(package|lifecycle|config_local_prefix|command|node_execpath)/i.test(k) || k === 'INIT_CWD') continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+/** Run npm with arguments in cwd; returns { status, stdout, stderr }. */
+function npm(args, cwd, env = cleanEnv(), timeout = 170_000) {
+  const cli = process.env.npm_execpath;
+  const [cmd, argv] = cli && /\.(c|m)?js$/.test(cli) ? [process.execPath, [cli, ...args]] : ['npm', args];
+  const r = spawnSync(cmd, argv, { cwd, env, encoding: 'utf8', timeout, shell: cmd === 'npm' && process.platform === 'win32' });
+  assert.equal(r.error, undefined, `npm ${args.join(' ')}: ${r.error}`);
+  return r;
+}
+
+/** The suffix of this platform's binary, read from the files the build left (grad.<platform>.node). */
+function builtBinary() {
+  const found = readdirSync(root).filter((f) => /^grad\..+\.node$/.test(f));
+  assert.ok(found.length > 0, 'no grad.<platform>.node in the package root: run `npm install` (it builds the addon) first');
+  return found[0];
+}
+
+/**
+ * A consumer's package.json. npm 11 lists dependencies' install scripts that
+ * no `allowScripts` entry approves, and says later versions will skip them;
+ * this approves ours, as `npm install-scripts approve` would.
+ */
+function consumerManifest(name) {
+  const allowScripts = { [pkg.name]: true, [`file:${tarball}`]: true };
+  return JSON.stringify({ name, version: '1.0.0', private: true, type: 'module', allowScripts });
+}
+
+/** A consumer project with the tarball installed; returns its directory and npm's output. */
+function consumer(name, env) {
+  const dir = join(work, name);
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'package.json'), consumerManifest(name));
+  const r = npm(['install', tarball, '--no-audit', '--no-fund', '--foreground-scripts', '--offline'], dir, env);
+  assert.equal(r.status, 0, `npm install of the tarball failed:\n${r.stdout}\n${r.stderr}`);
+  return { dir, log: r.stdout + r.stderr };
+}
+
+// The consumer's program: a gradient, the plan of SPEC §8 compiled on the
+// main thread and replayed from its JSON in a worker; prints JSON.
+const MAIN = `
+import { Worker } from 'node:worker_threads';
+import { valueAndGrad, compile, add, mul, sub, square, sum } from '@tangent.to/grad';
+
+const vg = valueAndGrad((p) => add(square(p.mu), square(p.sigma)));
+const eager = vg({ mu: 3, sigma: 4 });
+const c = compile((p, d) => sum(square(sub(mul(p.w, d.x), add(d.y, p.b)))));
+const x = { w: 2, b: [0.5, 0.5] };
+const inputs = { x: [1, 2], y: [2, 5] };
+const compiled = c(x, inputs);
+const plan = c.toJSON();
+const worker = new Worker(new URL('./worker.mjs', import.meta.url), { workerData: { plan, x, inputs } });
+const inWorker = await new Promise((resolve, reject) => {
+  worker.once('message', resolve);
+  worker.once('error', reject);
+});
+await worker.terminate();
+console.log(JSON.stringify({ eager, compiled, inWorker, nodes: plan.nodes.length }));
+`;
+
+const WORKER = `
+import { parentPort, workerData } from 'node:worker_threads';
+import { compileFromJSON } from '@tangent.to/grad';
+const { plan, x, inputs } = workerData;
+parentPort.postMessage(compileFromJSON(plan)(x, inputs));
+`;
+
+/** Run the consumer program in dir and check its numbers. */
+function checkConsumer(dir) {
+  writeFileSync(join(dir, 'main.mjs'), MAIN);
+  writeFileSync(join(dir, 'worker.mjs'), WORKER);
+  const r = spawnSync(process.execPath, ['main.mjs'], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 0, `the consumer program failed:\n${r.stdout}\n${r.stderr}`);
+  const out = JSON.parse(r.stdout);
+  assert.deepEqual(out.eager, { value: 25, gradient: { mu: 6, sigma: 8 } });
+  assert.deepEqual(out.compiled, { value: 2.5, gradient: { w: -7, b: [1, 3] } });
+  assert.deepEqual(out.inWorker, out.compiled);
+  assert.equal(out.nodes, 9);
+}
+
+before(() => {
+  for (const f of ['binding.js', 'binding.d.ts', 'index.js', 'index.d.ts']) {
+    assert.ok(existsSync(join(root, f)), `${f} is missing: run \`npm install\` (it builds the addon) first`);
+  }
+  builtBinary();
+  work = mkdtempSync(join(tmpdir(), 'tangent-grad-pack-'));
+  // --ignore-scripts: prepack would rebuild the addon in this checkout while
+  // other test files may have it loaded; the build is already here.
+  const r = npm(['pack', '--json', '--ignore-scripts', '--pack-destination', work], root);
+  assert.equal(r.status, 0, `npm pack failed:\n${r.stdout}\n${r.stderr}`);
+  const [info] = JSON.parse(r.stdout);
+  tarball = join(work, info.filename);
+  packedFiles = info.files.map((f) => f.path);
+});
+
+after(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+test('the tarball holds the loader, typings, binary, sources and install script, and no build output', () => {
+  assert.ok(existsSync(tarball), tarball);
+  for (const f of [
+    'package.json', 'README.md', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts', builtBinary(),
+    'npm/install.mjs', 'Cargo.toml', 'Cargo.lock', 'build.rs', 'src/lib.rs', 'benches/replay.rs',
+  ]) {
+    assert.ok(packedFiles.includes(f), `${f} is not in the tarball: ${packedFiles.join(', ')}`);
+  }
+  const stray = packedFiles.filter((f) => /^(target|node_modules|__test__|examples|bench|\.ci|\.git)\//.test(f) || f.endsWith('.tgz'));
+  assert.deepEqual(stray, []);
+  assert.ok(!packedFiles.includes('npm/artifacts.mjs') && !packedFiles.some((f) => /^npm\/[^/]+\//.test(f)), 'per-platform packages stay out');
+  assert.equal(pkg.scripts.install, 'node npm/install.mjs');
+  assert.equal(pkg.scripts.prepack, 'npm run build', 'prepack must build the loader binding.js that the tarball ships');
+});
+
+test('index.d.ts declares exactly the runtime exports', () => {
+  const dts = readFileSync(join(root, 'index.d.ts'), 'utf8');
+  const declared = [...dts.matchAll(/^export (?:declare )?(?:function|class|const) (\w+)/gm)].map((m) => m[1]);
+  assert.deepEqual([...new Set(declared)].sort(), Object.keys(G).sort());
+});
+
+test('installs from the tarball with its prebuilt binary, imports as ESM, runs a plan in a worker', { timeout: 180_000 }, () => {
+  const { dir, log } = consumer('prebuilt', cleanEnv());
+  assert.doesNotMatch(log, /building the native addon from source/, 'a binary for this platform is in the tarball: no build expected');
+  const installed = join(dir, 'node_modules', '@tangent.to', 'grad');
+  assert.ok(existsSync(join(installed, builtBinary())));
+  assert.ok(!existsSync(join(installed, 'target')), 'nothing was built');
+  checkConsumer(dir);
+
+  // The typings resolve from the installed package, through its "exports".
+  writeFileSync(join(dir, 'types.ts'), [
+    "import { valueAndGrad, square, type Var, type Tensor } from '@tangent.to/grad';",
+    'const r = valueAndGrad((p: { a: Var }) => square(p.a))({ a: 2 });',
+    'const g: number = r.gradient.a;',
+    'const t: Tensor = { data: new Float64Array(1), shape: [] };',
+    'void [g, t];',
+  ].join('\n'));
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, types: [] },
+    files: ['types.ts'],
+  }));
+  const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], { encoding: 'utf8' });
+  assert.equal(tsc.status, 0, `tsc in the consumer project:\n${tsc.stdout}\n${tsc.stderr}`);
+});
+
+test("this platform's package (npm/<platform>) carries the binary, and the loader finds it there", { timeout: 120_000 }, () => {
+  const binary = builtBinary();
+  const platform = binary.slice('grad.'.length, -'.node'.length);
+  const dir = join(root, 'npm', platform);
+  assert.ok(existsSync(join(dir, 'package.json')), `no per-platform package npm/${platform}`);
+  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+  assert.equal(manifest.name, `${pkg.name}-${platform}`);
+  assert.equal(manifest.version, pkg.version);
+  assert.equal(manifest.main, binary);
+
+  const copy = spawnSync(process.execPath, [join(root, 'npm', 'artifacts.mjs')], { cwd: root, encoding: 'utf8' });
+  assert.equal(copy.status, 0, copy.stdout + copy.stderr);
+  assert.ok(existsSync(join(dir, binary)));
+  const r = npm(['pack', '--json', '--pack-destination', work], dir);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const [info] = JSON.parse(r.stdout);
+  assert.deepEqual(info.files.map((f) => f.path).sort(), ['README.md', binary, 'package.json'].sort());
+
+  // A consumer with both packages, the root one's own binary removed: the
+  // generated loader falls back to the platform package.
+  const proj = join(work, 'platform-package');
+  mkdirSync(proj);
+  writeFileSync(join(proj, 'package.json'), consumerManifest('platform-package'));
+  const inst = npm(['install', join(work, info.filename), tarball, '--no-audit', '--no-fund', '--offline'], proj);
+  assert.equal(inst.status, 0, inst.stdout + inst.stderr);
+  rmSync(join(proj, 'node_modules', '@tangent.to', 'grad', binary));
+  assert.ok(existsSync(join(proj, 'node_modules', '@tangent.to', `grad-${platform}`, binary)));
+  checkConsumer(proj);
+});
+
+test('without a usable prebuilt binary, the install script builds from source with cargo', { timeout: 300_000 }, () => {
+  // A separate target directory under target/, kept between runs so that a
+  // second run recompiles only this crate. npm extracts every file with the
+  // same old mtime, so cargo would take a previous run's build of this crate
+  // as fresh even after the sources changed: drop its fingerprints first.
+  const targetDir = join(root, 'target', 'pack-test');
+  const fingerprints = join(targetDir, 'release', '.fingerprint');
+  if (existsSync(fingerprints)) {
+    for (const d of readdirSync(fingerprints)) {
+      if (d.startsWith('tangent-grad-')) rmSync(join(fingerprints, d), { recursive: true, force: true });
+    }
+  }
+  const env = cleanEnv({ TANGENT_GRAD_BUILD_FROM_SOURCE: '1', CARGO_TARGET_DIR: targetDir });
+  const { dir, log } = consumer('from-source', env);
+  assert.match(log, /building the native addon from source/);
+  assert.match(log, /built .*grad\..+\.node/);
+  checkConsumer(dir);
+});
+
+test('install.mjs fails with a pointer to rustup when cargo is missing', () => {
+  const dir = join(work, 'prebuilt', 'node_modules', '@tangent.to', 'grad');
+  assert.ok(existsSync(dir), 'the prebuilt consumer project is needed');
+  const r = spawnSync(process.execPath, [join(dir, 'npm', 'install.mjs')], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: cleanEnv({ TANGENT_GRAD_BUILD_FROM_SOURCE: '1', CARGO: join(work, 'no-such-cargo') }),
+  });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /Install Rust from https:\/\/rustup\.rs/);
+});

@@ -1,0 +1,138 @@
+// Soak: many compiled and eager evaluations in one process, asserting that
+// resident memory stays flat (growth under 20 MB after a warm-up). Short in
+// `npm test`; the full counts (10^6 compiled, 10^5 eager) with SOAK=full:
+//
+//   SOAK=full node --test __test__/soak.test.mjs
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import * as G from '../index.js';
+import { regressionData, regression, regressionParams, mlpSetup, mlp } from '../bench/models.mjs';
+
+const full = process.env.SOAK === 'full';
+const COMPILED = full ? 1_000_000 : 60_000;
+const EAGER = full ? 100_000 : 6_000;
+const LIMIT_MB = 20;
+
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc');
+const rssMB = () => {
+  gc();
+  gc();
+  return process.memoryUsage().rss / 2 ** 20;
+};
+
+/**
+ * Run `step(i)` `count` times: a warm-up tenth first, then the rest in ten
+ * chunks, sampling RSS after each. Returns { base, samples, growth, ms }.
+ */
+function soak(count, step) {
+  const warm = Math.max(1, Math.floor(count / 10));
+  for (let i = 0; i < warm; i++) step(i);
+  const base = rssMB();
+  const samples = [];
+  const chunk = Math.ceil((count - warm) / 10);
+  const t0 = performance.now();
+  for (let i = warm; i < count; ) {
+    const end = Math.min(count, i + chunk);
+    for (; i < end; i++) step(i);
+    samples.push(rssMB());
+  }
+  const ms = performance.now() - t0;
+  const growth = samples[samples.length - 1] - base;
+  return { base, samples, growth, peak: Math.max(...samples) - base, ms };
+}
+
+function report(name, count, r) {
+  const line =
+    `${name}: ${count} evaluations, RSS ${r.base.toFixed(1)} MB after warm-up, ` +
+    `growth ${r.growth.toFixed(1)} MB (peak +${r.peak.toFixed(1)} MB), ${(r.ms / 1000).toFixed(1)} s; ` +
+    `samples ${r.samples.map((s) => s.toFixed(0)).join(' ')}`;
+  console.log(line);
+  return line;
+}
+
+const d = regressionData();
+const q = regressionParams();
+const { params: mlpParams, batch } = mlpSetup(G);
+
+test(`compiled replays keep memory flat (${COMPILED} evaluations)`, { timeout: 600_000 }, () => {
+  const reg = G.compile(regression(G, d));
+  const net = G.compile(mlp(G));
+  reg(q);
+  const rebuilt = G.compileFromJSON(reg.toJSON());
+  const qTensor = { ...q, beta: G.tensor(Float64Array.from(q.beta), [q.beta.length]) };
+  let check = 0;
+  const r = soak(COMPILED, (i) => {
+    switch (i % 8) {
+      case 0:
+        check += net(mlpParams, batch).gradient.W1.data[0];
+        break;
+      case 1:
+        check += rebuilt(q).value;
+        break;
+      case 2:
+        check += reg.value(q);
+        break;
+      case 3:
+        check += reg(qTensor).gradient.beta.data[0];
+        break;
+      default:
+        check += reg(q).gradient.beta[0];
+    }
+  });
+  assert.ok(Number.isFinite(check));
+  const line = report('compiled', COMPILED, r);
+  assert.ok(r.growth < LIMIT_MB, line);
+});
+
+test(`eager evaluations keep memory flat (${EAGER} evaluations)`, { timeout: 600_000 }, () => {
+  const reg = G.valueAndGrad(regression(G, d));
+  const net = G.valueAndGrad(mlp(G));
+  const gp = G.valueAndGrad((p) => {
+    const K = G.addDiag(G.mul(p.v, G.exp(G.neg(G.div([[0, 1], [1, 0]], G.mul(2, G.square(p.l)))))), 0.05);
+    return G.sub(G.mul(-0.5, G.dot([1, 2], G.solvePSD(K, [1, 2]))), G.mul(0.5, G.logdetPSD(K)));
+  });
+  const jac = G.jacobian((x) => G.mul(x, G.exp(x)));
+  const pair = G.valueAndGradFns(regression(G, d));
+  let check = 0;
+  const r = soak(EAGER, (i) => {
+    switch (i % 8) {
+      case 0:
+        check += net(mlpParams, batch).gradient.b2.data[0];
+        break;
+      case 1:
+        check += gp({ l: 1.1, v: 0.8 }).gradient.l;
+        break;
+      case 2:
+        check += jac([0.1, 0.2, 0.3])[1][1];
+        break;
+      case 3:
+        check += reg.value(q);
+        break;
+      case 4:
+        check += pair.value(q) + pair.gradient(q).intercept;
+        break;
+      default:
+        check += reg(q).gradient.logSigma;
+    }
+  });
+  assert.ok(Number.isFinite(check));
+  const line = report('eager', EAGER, r);
+  assert.ok(r.growth < LIMIT_MB, line);
+});
+
+test(`ops outside an evaluation, on the shared tape, keep memory flat (${EAGER} graphs)`, { timeout: 600_000 }, () => {
+  let check = 0;
+  const r = soak(EAGER, () => {
+    const x = G.variable([1, 2, 3]);
+    const y = G.sum(G.mul(x, G.tanh(x)));
+    y.backward();
+    check += x.grad[0] + y.data[0];
+  });
+  assert.ok(Number.isFinite(check));
+  const line = report('shared tape', EAGER, r);
+  assert.ok(r.growth < LIMIT_MB, line);
+});
