@@ -4,12 +4,13 @@
 //! [`Error`] naming the node at fault, never a panic, and the work done is
 //! bounded by the size of the text plus the values the plan declares:
 //!
-//! - the text is read by a small JSON reader of our own that parses every
-//!   number with Rust's correctly rounded `f64` parser (serde_json's default
-//!   float parsing is off by an ulp for about one number in five, which
-//!   would break bit-identical round trips), and that recurses at most
-//!   `MAX_DEPTH` (128) levels: anything nested deeper is skipped iteratively and
-//!   refused by whichever node holds it;
+//! - the text is parsed by serde_json into a [`Value`], with its
+//!   `float_roundtrip` feature on so that every number is correctly rounded
+//!   (the default parser is off by an ulp for about one number in five, which
+//!   would break bit-identical round trips), and with its recursion limit:
+//!   arrays and objects nested more than 127 deep, text that is not JSON, and
+//!   a number too large for an `f64` are refused as invalid JSON, at the byte
+//!   where reading stopped;
 //! - a first pass checks every node in order and infers every shape
 //!   statically, allocating none of the plan's values: a parent must be an
 //!   earlier node (which rules out cycles), shapes are checked for rank,
@@ -23,6 +24,10 @@
 //! Unlike the JavaScript version, which rebuilt a plan by evaluating it at
 //! zeros, nothing here depends on parameter values: every valid plan is
 //! rebuilt, including one whose raw parameter feeds `cholesky`.
+//!
+//! Below, a field is an `Option<&Value>`: `None` for an absent key, which
+//! messages print as JavaScript prints `undefined`. With duplicate keys the
+//! last wins, as in `JSON.parse`.
 
 use super::error::{js_number, Error, Result};
 use super::graph::Graph;
@@ -30,6 +35,7 @@ use super::op::{Exponent, Op, Parents};
 use super::plan::Plan;
 use super::shape::{Shape, MAX_ELEMENTS};
 use crate::fail;
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -40,387 +46,76 @@ use std::fmt::Write as _;
 /// checked for the whole plan before any value is allocated.
 pub const MAX_PLAN_VALUES: usize = 1 << 28;
 
-/// Arrays and objects nested deeper than this are refused (a plan needs 5).
-const MAX_DEPTH: usize = 128;
+// ---------------------------------------------------------------- invalid JSON
 
-// ---------------------------------------------------------------- a JSON reader
-
-/// A parsed JSON value. Arrays holding only numbers, the bulk of any plan
-/// (constant data), are kept flat.
-#[derive(Debug)]
-enum J {
-    Null,
-    Bool(bool),
-    Num(f64),
-    Str(String),
-    Nums(Vec<f64>),
-    Arr(Vec<J>),
-    Obj(Vec<(String, J)>),
-    /// An array or object nested beyond [`MAX_DEPTH`], skipped unread: no
-    /// plan field may hold one, so whichever node holds it is refused.
-    Deep,
-}
-
-/// A borrowed view of a value, with `Missing` for an absent key.
-#[derive(Debug, Clone, Copy)]
-enum V<'a> {
-    Missing,
-    Null,
-    Bool(bool),
-    Num(f64),
-    Str(&'a str),
-    Arr(Items<'a>),
-    Obj(&'a [(String, J)]),
-    Deep,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Items<'a> {
-    Nums(&'a [f64]),
-    Vals(&'a [J]),
-}
-
-impl<'a> Items<'a> {
-    fn len(self) -> usize {
-        match self {
-            Items::Nums(x) => x.len(),
-            Items::Vals(x) => x.len(),
-        }
-    }
-
-    fn get(self, i: usize) -> V<'a> {
-        match self {
-            Items::Nums(x) => x.get(i).map_or(V::Missing, |&n| V::Num(n)),
-            Items::Vals(x) => x.get(i).map_or(V::Missing, J::view),
-        }
-    }
-}
-
-impl J {
-    fn view(&self) -> V<'_> {
-        match self {
-            J::Null => V::Null,
-            J::Bool(b) => V::Bool(*b),
-            J::Num(n) => V::Num(*n),
-            J::Str(s) => V::Str(s),
-            J::Nums(x) => V::Arr(Items::Nums(x)),
-            J::Arr(x) => V::Arr(Items::Vals(x)),
-            J::Obj(x) => V::Obj(x),
-            J::Deep => V::Deep,
-        }
-    }
-}
-
-/// The value under `key`; with duplicate keys the last wins, as in `JSON.parse`.
-fn get<'a>(obj: &'a [(String, J)], key: &str) -> V<'a> {
-    obj.iter().rev().find(|(k, _)| k == key).map_or(V::Missing, |(_, v)| v.view())
-}
-
-struct Reader<'a> {
-    text: &'a str,
-    s: &'a [u8],
-    i: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn new(text: &'a str) -> Self {
-        Reader { text, s: text.as_bytes(), i: 0 }
-    }
-
-    fn err<T>(&self, what: &str) -> Result<T> {
-        fail!("compileFromJSON: not a serialized plan (invalid JSON at byte {}: {})", self.i, what)
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
-            self.i += 1;
-        }
-    }
-
-    fn document(&mut self) -> Result<J> {
-        let v = self.value(0)?;
-        self.ws();
-        if self.i != self.s.len() {
-            return self.err("unexpected text after the value");
-        }
-        Ok(v)
-    }
-
-    fn value(&mut self, depth: usize) -> Result<J> {
-        self.ws();
-        match self.peek() {
-            None => self.err("unexpected end"),
-            Some(b'{') | Some(b'[') if depth >= MAX_DEPTH => self.skip_deep(),
-            Some(b'{') => self.object(depth + 1),
-            Some(b'[') => self.array(depth + 1),
-            Some(b'"') => Ok(J::Str(self.string()?)),
-            Some(b't') => self.literal("true", J::Bool(true)),
-            Some(b'f') => self.literal("false", J::Bool(false)),
-            Some(b'n') => self.literal("null", J::Null),
-            Some(b'-' | b'0'..=b'9') => Ok(J::Num(self.number()?)),
-            Some(_) => self.err("unexpected character"),
-        }
-    }
-
-    /// Skip a balanced array or object without recursing, however deep.
-    fn skip_deep(&mut self) -> Result<J> {
-        // Open brackets, true for an array.
-        let mut open: Vec<bool> = Vec::new();
-        loop {
-            match self.peek() {
-                None => return self.err("unexpected end"),
-                Some(c @ (b'[' | b'{')) => {
-                    open.push(c == b'[');
-                    self.i += 1;
-                }
-                Some(c @ (b']' | b'}')) => {
-                    if open.pop() != Some(c == b']') {
-                        return self.err("mismatched bracket");
-                    }
-                    self.i += 1;
-                    if open.is_empty() {
-                        return Ok(J::Deep);
-                    }
-                }
-                Some(b'"') => {
-                    self.string()?;
-                }
-                Some(_) => self.i += 1,
-            }
-        }
-    }
-
-    fn literal(&mut self, word: &str, v: J) -> Result<J> {
-        if self.s[self.i..].starts_with(word.as_bytes()) {
-            self.i += word.len();
-            Ok(v)
-        } else {
-            self.err("unexpected character")
-        }
-    }
-
-    fn digits(&mut self) -> Result<()> {
-        if !matches!(self.peek(), Some(b'0'..=b'9')) {
-            return self.err("invalid number");
-        }
-        while let Some(b'0'..=b'9') = self.peek() {
-            self.i += 1;
-        }
-        Ok(())
-    }
-
-    fn number(&mut self) -> Result<f64> {
-        let start = self.i;
-        if self.peek() == Some(b'-') {
-            self.i += 1;
-        }
-        match self.peek() {
-            Some(b'0') => self.i += 1,
-            _ => self.digits()?,
-        }
-        if self.peek() == Some(b'.') {
-            self.i += 1;
-            self.digits()?;
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.i += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.i += 1;
-            }
-            self.digits()?;
-        }
-        // The grammar above is a subset of what `f64::from_str` accepts, and
-        // its parse is correctly rounded (overflow gives ±Infinity, as in JS).
-        match self.text.get(start..self.i).map(str::parse::<f64>) {
-            Some(Ok(x)) => Ok(x),
-            _ => self.err("invalid number"),
-        }
-    }
-
-    fn hex4(&mut self) -> Result<u32> {
-        let mut v = 0u32;
-        for _ in 0..4 {
-            let d = match self.peek() {
-                Some(c @ b'0'..=b'9') => c - b'0',
-                Some(c @ b'a'..=b'f') => c - b'a' + 10,
-                Some(c @ b'A'..=b'F') => c - b'A' + 10,
-                _ => return self.err("invalid \\u escape"),
-            };
-            v = v * 16 + d as u32;
-            self.i += 1;
-        }
-        Ok(v)
-    }
-
-    fn string(&mut self) -> Result<String> {
-        self.i += 1;
-        let mut out = String::new();
-        let mut start = self.i;
-        loop {
-            match self.peek() {
-                None => return self.err("unterminated string"),
-                Some(b'"') => {
-                    // `start` and `i` sit next to ASCII bytes, so on char boundaries.
-                    out.push_str(self.text.get(start..self.i).unwrap_or(""));
-                    self.i += 1;
-                    return Ok(out);
-                }
-                Some(b'\\') => {
-                    out.push_str(self.text.get(start..self.i).unwrap_or(""));
-                    self.i += 1;
-                    let c = match self.peek() {
-                        Some(b'"') => '"',
-                        Some(b'\\') => '\\',
-                        Some(b'/') => '/',
-                        Some(b'b') => '\u{8}',
-                        Some(b'f') => '\u{c}',
-                        Some(b'n') => '\n',
-                        Some(b'r') => '\r',
-                        Some(b't') => '\t',
-                        Some(b'u') => {
-                            self.i += 1;
-                            let hi = self.hex4()?;
-                            let mut code = hi;
-                            if (0xD800..0xDC00).contains(&hi) && self.s[self.i..].starts_with(b"\\u") {
-                                let save = self.i;
-                                self.i += 2;
-                                let lo = self.hex4()?;
-                                if (0xDC00..0xE000).contains(&lo) {
-                                    code = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-                                } else {
-                                    self.i = save;
-                                }
-                            }
-                            // A lone surrogate, which JavaScript strings may hold, reads as U+FFFD.
-                            out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
-                            start = self.i;
-                            continue;
-                        }
-                        _ => return self.err("invalid escape"),
-                    };
-                    out.push(c);
-                    self.i += 1;
-                    start = self.i;
-                }
-                Some(c) if c < 0x20 => return self.err("control character in string"),
-                Some(_) => self.i += 1,
-            }
-        }
-    }
-
-    fn array(&mut self, depth: usize) -> Result<J> {
-        self.i += 1;
-        self.ws();
-        let mut nums = Vec::new();
-        if self.peek() == Some(b']') {
-            self.i += 1;
-            return Ok(J::Nums(nums));
-        }
-        // Numbers only, kept flat, until something else turns up.
-        loop {
-            self.ws();
-            if !matches!(self.peek(), Some(b'-' | b'0'..=b'9')) {
-                break;
-            }
-            nums.push(self.number()?);
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    return Ok(J::Nums(nums));
-                }
-                _ => return self.err("expected ',' or ']'"),
-            }
-        }
-        let mut vals: Vec<J> = nums.into_iter().map(J::Num).collect();
-        loop {
-            vals.push(self.value(depth)?);
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    return Ok(J::Arr(vals));
-                }
-                _ => return self.err("expected ',' or ']'"),
-            }
-        }
-    }
-
-    fn object(&mut self, depth: usize) -> Result<J> {
-        self.i += 1;
-        self.ws();
-        let mut fields = Vec::new();
-        if self.peek() == Some(b'}') {
-            self.i += 1;
-            return Ok(J::Obj(fields));
-        }
-        loop {
-            self.ws();
-            if self.peek() != Some(b'"') {
-                return self.err("expected a key");
-            }
-            let key = self.string()?;
-            self.ws();
-            if self.peek() != Some(b':') {
-                return self.err("expected ':'");
-            }
-            self.i += 1;
-            let v = self.value(depth)?;
-            fields.push((key, v));
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b'}') => {
-                    self.i += 1;
-                    return Ok(J::Obj(fields));
-                }
-                _ => return self.err("expected ',' or '}'"),
-            }
-        }
-    }
+/// serde_json's error for text that is not JSON, as this module has always
+/// worded it: the byte where reading stopped, and what was wrong there. The
+/// words are serde_json's, matched on its `Display` text (which its error
+/// type exposes no other way); any this does not know pass through as they are.
+fn invalid_json(text: &str, e: &serde_json::Error) -> Error {
+    // serde_json counts lines from 1, and columns in bytes up to and
+    // including the byte at fault; at the end of the text, that is the end.
+    let at = if e.is_eof() {
+        text.len()
+    } else {
+        let line_start: usize = text.split_inclusive('\n').take(e.line().saturating_sub(1)).map(str::len).sum();
+        (line_start + e.column()).saturating_sub(1).min(text.len())
+    };
+    let full = e.to_string();
+    let said = full.strip_suffix(&format!(" at line {} column {}", e.line(), e.column())).unwrap_or(&full);
+    let what = match said {
+        "EOF while parsing a value" | "EOF while parsing a list" | "EOF while parsing an object" => "unexpected end",
+        "EOF while parsing a string" => "unterminated string",
+        "expected value" | "expected ident" => "unexpected character",
+        "trailing comma" if text.as_bytes().get(at) == Some(&b'}') => "expected a key",
+        "trailing comma" => "unexpected character",
+        "key must be a string" => "expected a key",
+        "expected `:`" => "expected ':'",
+        "expected `,` or `]`" => "expected ',' or ']'",
+        "expected `,` or `}`" => "expected ',' or '}'",
+        "trailing characters" => "unexpected text after the value",
+        "control character (\\u0000-\\u001F) found while parsing a string" => "control character in string",
+        "lone leading surrogate in hex escape" | "unexpected end of hex escape" => "lone surrogate in a \\u escape",
+        "recursion limit exceeded" => "nested too deeply",
+        other => other,
+    };
+    Error(format!("compileFromJSON: not a serialized plan (invalid JSON at byte {at}: {what})"))
 }
 
 // ---------------------------------------------------------------- describing values in messages
 
 /// A short JSON-like rendering of a value for an error message, cut off
 /// after about 60 characters (so a huge value costs nothing to describe).
-fn show(v: V) -> String {
+fn show(v: Option<&Value>) -> String {
     const LIMIT: usize = 60;
-    fn go(v: V, out: &mut String) {
+    fn go(v: Option<&Value>, out: &mut String) {
         if out.len() > LIMIT {
             return;
         }
         match v {
-            V::Missing => out.push_str("undefined"),
-            V::Deep => out.push_str("[… nested too deeply …]"),
-            V::Null => out.push_str("null"),
-            V::Bool(b) => out.push_str(if b { "true" } else { "false" }),
-            V::Num(x) => out.push_str(&js_number(x)),
-            V::Str(s) => {
+            None => out.push_str("undefined"),
+            Some(Value::Null) => out.push_str("null"),
+            Some(Value::Bool(b)) => out.push_str(if *b { "true" } else { "false" }),
+            Some(Value::Number(x)) => out.push_str(&js_number(x.as_f64().unwrap_or(f64::NAN))),
+            Some(Value::String(s)) => {
                 out.push('"');
                 out.extend(s.chars().take(LIMIT));
                 out.push('"');
             }
-            V::Arr(items) => {
+            Some(Value::Array(items)) => {
                 out.push('[');
-                for k in 0..items.len() {
+                for (k, item) in items.iter().enumerate() {
                     if out.len() > LIMIT {
                         break;
                     }
                     if k > 0 {
                         out.push_str(", ");
                     }
-                    go(items.get(k), out);
+                    go(Some(item), out);
                 }
                 out.push(']');
             }
-            V::Obj(fields) => {
+            Some(Value::Object(fields)) => {
                 out.push('{');
                 for (k, (key, val)) in fields.iter().enumerate() {
                     if out.len() > LIMIT {
@@ -430,7 +125,7 @@ fn show(v: V) -> String {
                         out.push_str(", ");
                     }
                     let _ = write!(out, "{}: ", key.chars().take(LIMIT).collect::<String>());
-                    go(val.view(), out);
+                    go(Some(val), out);
                 }
                 out.push('}');
             }
@@ -447,16 +142,18 @@ fn show(v: V) -> String {
 
 /// A value the way JavaScript's `${v}` prints it, for messages that quote the
 /// JavaScript version (`pow: exponent must be a finite number; got NaN`).
-fn js_string(v: V) -> String {
+fn js_string(v: Option<&Value>) -> String {
     match v {
-        V::Missing => "undefined".into(),
-        V::Str(s) => s.chars().take(60).collect(),
-        V::Obj(_) => "[object Object]".into(),
-        V::Arr(items) => {
-            let parts: Vec<String> = (0..items.len().min(8))
-                .map(|k| match items.get(k) {
-                    V::Null | V::Missing => String::new(),
-                    x => js_string(x),
+        None => "undefined".into(),
+        Some(Value::String(s)) => s.chars().take(60).collect(),
+        Some(Value::Object(_)) => "[object Object]".into(),
+        Some(Value::Array(items)) => {
+            let parts: Vec<String> = items
+                .iter()
+                .take(8)
+                .map(|x| match x {
+                    Value::Null => String::new(),
+                    x => js_string(Some(x)),
                 })
                 .collect();
             let mut s = parts.join(",");
@@ -470,11 +167,13 @@ fn js_string(v: V) -> String {
 }
 
 /// `Number.isInteger(x)`.
-fn integer(v: V) -> Option<f64> {
-    match v {
-        V::Num(x) if x.is_finite() && x.fract() == 0.0 => Some(x),
-        _ => None,
-    }
+fn integer(v: Option<&Value>) -> Option<f64> {
+    v.and_then(Value::as_f64).filter(|x| x.is_finite() && x.fract() == 0.0)
+}
+
+/// The text of a string value.
+fn string(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str)
 }
 
 // ---------------------------------------------------------------- reading a plan
@@ -495,15 +194,15 @@ impl Ctx<'_> {
     }
 }
 
-fn read_shape(cx: &Ctx, v: V) -> Result<Shape> {
+fn read_shape(cx: &Ctx, v: Option<&Value>) -> Result<Shape> {
     let bad = || cx.err(format_args!("shape must be up to two non-negative integers, got {}", show(v)));
-    let V::Arr(items) = v else { return bad() };
+    let Some(Value::Array(items)) = v else { return bad() };
     if items.len() > 2 {
         return bad();
     }
     let mut dims = [0usize; 2];
-    for (k, d) in dims.iter_mut().enumerate().take(items.len()) {
-        match integer(items.get(k)) {
+    for (d, item) in dims.iter_mut().zip(items) {
+        match integer(Some(item)) {
             Some(x) if x >= 0.0 => {
                 if x > MAX_ELEMENTS as f64 {
                     return cx.err(format_args!("shape {} holds more than {} values", show(v), MAX_ELEMENTS));
@@ -519,61 +218,54 @@ fn read_shape(cx: &Ctx, v: V) -> Result<Shape> {
     }
 }
 
-fn read_data(cx: &Ctx, v: V, shape: Shape) -> Result<Vec<f64>> {
-    let V::Arr(items) = v else {
+fn read_data(cx: &Ctx, v: Option<&Value>, shape: Shape) -> Result<Vec<f64>> {
+    let Some(Value::Array(items)) = v else {
         return cx.err(format_args!("data must be an array of numbers, got {}", show(v)));
     };
     if items.len() != shape.size() {
         return cx.err(format_args!("data length {} does not match shape {}", items.len(), shape));
     }
-    match items {
-        Items::Nums(x) => Ok(x.to_vec()),
-        Items::Vals(vals) => {
-            let mut out = Vec::with_capacity(vals.len());
-            for (k, j) in vals.iter().enumerate() {
-                out.push(match j.view() {
-                    V::Num(x) => x,
-                    // JSON.stringify writes NaN and ±Infinity as null; our
-                    // compileFromJSON writes them as strings.
-                    V::Null | V::Str("NaN") => f64::NAN,
-                    V::Str("Infinity") => f64::INFINITY,
-                    V::Str("-Infinity") => f64::NEG_INFINITY,
-                    V::Str("-0") => -0.0,
-                    other => return cx.err(format_args!("data[{k}] must be a number, got {}", show(other))),
-                });
-            }
-            Ok(out)
-        }
+    let mut out = Vec::with_capacity(items.len());
+    for (k, item) in items.iter().enumerate() {
+        out.push(match item {
+            Value::Number(x) => x.as_f64().unwrap_or(f64::NAN),
+            // JSON.stringify writes NaN and ±Infinity as null; our
+            // compileFromJSON writes them as strings.
+            Value::Null => f64::NAN,
+            Value::String(s) if s == "NaN" => f64::NAN,
+            Value::String(s) if s == "Infinity" => f64::INFINITY,
+            Value::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
+            Value::String(s) if s == "-0" => -0.0,
+            other => return cx.err(format_args!("data[{k}] must be a number, got {}", show(Some(other)))),
+        });
     }
+    Ok(out)
 }
 
-/// The static arguments of `args`, empty when absent.
-fn read_args<'a>(cx: &Ctx, v: V<'a>) -> Result<Option<Items<'a>>> {
+/// The static arguments of `args`, `None` when absent or empty.
+fn read_args<'a>(cx: &Ctx, v: Option<&'a Value>) -> Result<Option<&'a [Value]>> {
     match v {
-        V::Missing => Ok(None),
-        V::Arr(items) if items.len() == 0 => Ok(None),
-        V::Arr(items) => Ok(Some(items)),
+        None => Ok(None),
+        Some(Value::Array(items)) if items.is_empty() => Ok(None),
+        Some(Value::Array(items)) => Ok(Some(items)),
         other => cx.err(format_args!("args must be an array, got {}", show(other))),
     }
 }
 
 /// `[[start], [size]]` of a slice of an operand shaped `shape`, checked as the
 /// JavaScript `slice` checks them, in the same order.
-fn read_slice(cx: &Ctx, args: Option<Items>, shape: Shape) -> Result<Op> {
+fn read_slice(cx: &Ctx, args: Option<&[Value]>, shape: Shape) -> Result<Op> {
     let dims = shape.dims();
     let r = dims.len();
     if r == 0 {
         return cx.err("slice: cannot slice a scalar");
     }
-    let (start, size) = match args {
-        Some(a) if a.len() == 2 => (a.get(0), a.get(1)),
-        _ => (V::Missing, V::Missing),
+    let need = || {
+        cx.err(format_args!("slice: start and size need {r} {} for a {shape} operand", if r == 1 { "entry" } else { "entries" }))
     };
-    let (V::Arr(start), V::Arr(size)) = (start, size) else {
-        return cx.err(format_args!("slice: start and size need {r} {} for a {shape} operand", if r == 1 { "entry" } else { "entries" }));
-    };
+    let Some([Value::Array(start), Value::Array(size)]) = args else { return need() };
     if start.len() != r || size.len() != r {
-        return cx.err(format_args!("slice: start and size need {r} {} for a {shape} operand", if r == 1 { "entry" } else { "entries" }));
+        return need();
     }
     let mut s = [0f64; 2];
     let mut z = [0f64; 2];
@@ -603,7 +295,7 @@ fn read_slice(cx: &Ctx, args: Option<Items>, shape: Shape) -> Result<Op> {
 }
 
 /// The op of an op node, with its static arguments, given its parents' shapes.
-fn read_op(cx: &Ctx, name: &str, args: Option<Items>, list: bool, shapes: &[Shape]) -> Result<Op> {
+fn read_op(cx: &Ctx, name: &str, args: Option<&[Value]>, list: bool, shapes: &[Shape]) -> Result<Op> {
     if list && name != "concat" {
         return cx.err("list: true is for concat only");
     }
@@ -611,28 +303,31 @@ fn read_op(cx: &Ctx, name: &str, args: Option<Items>, list: bool, shapes: &[Shap
         None => Ok(op),
         Some(_) => cx.err(format_args!("{name} takes no static arguments")),
     };
-    fn one_arg<'a>(cx: &Ctx, name: &str, a: Option<Items<'a>>) -> Result<V<'a>> {
+    fn one_arg<'a>(cx: &Ctx, name: &str, a: Option<&'a [Value]>) -> Result<Option<&'a Value>> {
         match a {
-            None => Ok(V::Missing),
-            Some(a) if a.len() == 1 => Ok(a.get(0)),
+            None => Ok(None),
+            Some([x]) => Ok(Some(x)),
             Some(_) => cx.err(format_args!("{name} takes one static argument")),
         }
     }
     match name {
-        "pow" => match one_arg(cx, name, args)? {
-            V::Num(k) if k.is_finite() => Ok(Op::Pow(Exponent::new(k))),
-            other => cx.err(format_args!("pow: exponent must be a finite number; got {}", js_string(other))),
-        },
+        "pow" => {
+            let k = one_arg(cx, name, args)?;
+            match k.and_then(Value::as_f64) {
+                Some(k) if k.is_finite() => Ok(Op::Pow(Exponent::new(k))),
+                _ => cx.err(format_args!("pow: exponent must be a finite number; got {}", js_string(k))),
+            }
+        }
         "reshape" => {
             let bad = || cx.err("reshape: shape must be up to two positive integers");
-            let V::Arr(dims) = one_arg(cx, name, args)? else { return bad() };
+            let Some(Value::Array(dims)) = one_arg(cx, name, args)? else { return bad() };
             if dims.len() > 2 {
                 return bad();
             }
             let mut d = [0usize; 2];
             let mut f = [0f64; 2];
-            for (k, slot) in f.iter_mut().enumerate().take(dims.len()) {
-                match integer(dims.get(k)) {
+            for (slot, dim) in f.iter_mut().zip(dims) {
+                match integer(Some(dim)) {
                     Some(x) if x > 0.0 => *slot = x,
                     _ => return bad(),
                 }
@@ -666,10 +361,10 @@ fn read_op(cx: &Ctx, name: &str, args: Option<Items>, list: bool, shapes: &[Shap
             _ => Ok(Op::Slice { start: [0, 0], size: [0, 0] }),
         },
         "triangularSolve" => match one_arg(cx, name, args)? {
-            V::Missing => Ok(Op::TriangularSolve { lower: true }),
-            V::Obj(fields) => match get(fields, "lower") {
-                V::Missing => Ok(Op::TriangularSolve { lower: true }),
-                V::Bool(lower) => Ok(Op::TriangularSolve { lower }),
+            None => Ok(Op::TriangularSolve { lower: true }),
+            Some(Value::Object(fields)) => match fields.get("lower") {
+                None => Ok(Op::TriangularSolve { lower: true }),
+                Some(&Value::Bool(lower)) => Ok(Op::TriangularSolve { lower }),
                 other => cx.err(format_args!("triangularSolve: lower must be true or false, got {}", show(other))),
             },
             other => cx.err(format_args!("triangularSolve: options must be an object like {{lower: true}}, got {}", show(other))),
@@ -677,16 +372,18 @@ fn read_op(cx: &Ctx, name: &str, args: Option<Items>, list: bool, shapes: &[Shap
         "concat" => {
             let matrices = shapes.first().is_some_and(|s| s.rank() == 2);
             let axis = match one_arg(cx, name, args)? {
-                V::Missing => V::Missing,
-                V::Obj(fields) => get(fields, "axis"),
+                None => None,
+                Some(Value::Object(fields)) => fields.get("axis"),
                 other => return cx.err(format_args!("concat: options must be an object like {{axis: 0}}, got {}", show(other))),
             };
             match axis {
                 // Scalars and vectors flatten; the axis is not read.
                 _ if !matrices => Ok(Op::Concat { axis: 0 }),
-                V::Missing | V::Null => Ok(Op::Concat { axis: 0 }),
-                V::Num(a) if a == 0.0 || a == 1.0 => Ok(Op::Concat { axis: a as u8 }),
-                _ => cx.err("concat: axis must be 0 or 1"),
+                None | Some(Value::Null) => Ok(Op::Concat { axis: 0 }),
+                Some(a) => match a.as_f64() {
+                    Some(a) if a == 0.0 || a == 1.0 => Ok(Op::Concat { axis: a as u8 }),
+                    _ => cx.err("concat: axis must be 0 or 1"),
+                },
             }
         }
         _ => match Op::simple(name) {
@@ -726,32 +423,32 @@ enum Checked {
 /// the values the plan will hold, without allocating any of them; only a
 /// plan that passes is built, by the second.
 pub fn plan_from_json(text: &str) -> Result<Plan> {
-    let doc = Reader::new(text).document()?;
-    let J::Obj(top) = &doc else { return not_a_plan() };
-    let V::Arr(nodes) = get(top, "nodes") else { return not_a_plan() };
-    let version = match get(top, "version") {
-        V::Num(1.0) => 1,
-        V::Num(2.0) => 2,
+    let doc: Value = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
+    let Value::Object(top) = &doc else { return not_a_plan() };
+    let Some(Value::Array(nodes)) = top.get("nodes") else { return not_a_plan() };
+    let version = match top.get("version").and_then(Value::as_f64) {
+        Some(1.0) => 1,
+        Some(2.0) => 2,
         _ => return not_a_plan(),
     };
     let n = nodes.len();
-    let root = match integer(get(top, "root")) {
+    let root = match integer(top.get("root")) {
         Some(r) if r >= 0.0 && r < n as f64 => r as usize,
         _ => {
             return fail!(
                 "compileFromJSON: root must be the index of one of the plan's {} nodes, got {}",
                 n,
-                show(get(top, "root"))
+                show(top.get("root"))
             )
         }
     };
     // Parameters are read from a {name: value} map when the plan says so, or,
     // lacking an `input` field (version 1), when they have names.
-    let map = match get(top, "input") {
-        V::Str("map") => true,
-        V::Str("single") => false,
-        V::Missing => (0..n).any(|i| match nodes.get(i) {
-            V::Obj(node) => matches!(get(node, "kind"), V::Str("param")) && matches!(get(node, "name"), V::Str(_)),
+    let map = match top.get("input") {
+        Some(Value::String(s)) if s == "map" => true,
+        Some(Value::String(s)) if s == "single" => false,
+        None => nodes.iter().any(|node| match node {
+            Value::Object(node) => string(node.get("kind")) == Some("param") && string(node.get("name")).is_some(),
             _ => false,
         }),
         other => return fail!("compileFromJSON: input must be \"map\" or \"single\", got {}", show(other)),
@@ -770,31 +467,31 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
     let mut total = 0usize;
     let mut shapes: Vec<Shape> = Vec::new();
 
-    for i in 0..n {
-        let V::Obj(node) = nodes.get(i) else {
-            return fail!("compileFromJSON: node {i}: expected an object, got {}", show(nodes.get(i)));
+    for (i, node) in nodes.iter().enumerate() {
+        let Value::Object(node) = node else {
+            return fail!("compileFromJSON: node {i}: expected an object, got {}", show(Some(node)));
         };
-        let label = match get(node, "kind") {
-            V::Str("op") => match get(node, "op") {
-                V::Str(name) if OPS.contains(&name) => name,
-                V::Str(name) => return unknown_op(name),
+        let label = match string(node.get("kind")) {
+            Some("op") => match node.get("op") {
+                Some(Value::String(name)) if OPS.contains(&name.as_str()) => name.as_str(),
+                Some(Value::String(name)) => return unknown_op(name),
                 other => {
                     let cx = Ctx { index: i, label: "op" };
                     return cx.err(format_args!("op must be the name of an op, got {}", show(other)));
                 }
             },
-            V::Str(k @ ("param" | "input" | "const")) => k,
-            other => {
+            Some(k @ ("param" | "input" | "const")) => k,
+            _ => {
                 return fail!(
                     "compileFromJSON: node {i}: kind must be \"param\", \"input\", \"const\" or \"op\", got {}",
-                    show(other)
+                    show(node.get("kind"))
                 )
             }
         };
         let cx = Ctx { index: i, label };
         let (node_checked, shape, size) = match label {
             "param" | "input" | "const" => {
-                let shape = read_shape(&cx, get(node, "shape"))?;
+                let shape = read_shape(&cx, node.get("shape"))?;
                 if label == "input" && version == 1 {
                     return cx.err("a version 1 plan has no inputs");
                 }
@@ -804,13 +501,13 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
                     _ => None,
                 };
                 if let Some(names) = names {
-                    match get(node, "name") {
-                        V::Str(name) => {
+                    match node.get("name") {
+                        Some(Value::String(name)) => {
                             if !names.insert(name) && (label == "input" || map) {
-                                return cx.err(format_args!("name {} is used twice", show(V::Str(name))));
+                                return cx.err(format_args!("name {} is used twice", show(node.get("name"))));
                             }
                         }
-                        V::Missing if label == "param" && !map => {}
+                        None if label == "param" && !map => {}
                         other if label == "param" && !map => {
                             return cx.err(format_args!("name must be a string, got {}", show(other)))
                         }
@@ -830,7 +527,7 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
                     "param" => Checked::Param(shape),
                     "input" => Checked::Input(shape),
                     // Data as long as the shape says is already in the text.
-                    _ => Checked::Const(shape, read_data(&cx, get(node, "data"), shape)?),
+                    _ => Checked::Const(shape, read_data(&cx, node.get("data"), shape)?),
                 };
                 if total.saturating_add(shape.size()) > MAX_PLAN_VALUES {
                     return cx.err(format_args!("the plan would hold more than {MAX_PLAN_VALUES} values"));
@@ -838,36 +535,35 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
                 (c, shape, shape.size())
             }
             name => {
-                let list = match get(node, "list") {
-                    V::Missing | V::Bool(false) => false,
-                    V::Bool(true) => true,
+                let list = match node.get("list") {
+                    None | Some(Value::Bool(false)) => false,
+                    Some(Value::Bool(true)) => true,
                     other => return cx.err(format_args!("list must be true or absent, got {}", show(other))),
                 };
-                let mut items = match get(node, "parents") {
-                    V::Arr(items) => items,
+                let mut items: &[Value] = match node.get("parents") {
+                    Some(Value::Array(items)) => items,
                     other => return cx.err(format_args!("parents must be an array of node indices, got {}", show(other))),
                 };
                 // A list op's parents may also come as one nested array.
                 if name == "concat" && items.len() == 1 {
-                    if let V::Arr(inner) = items.get(0) {
+                    if let Value::Array(inner) = &items[0] {
                         items = inner;
                     }
                 }
                 let mut parents = Parents::with_capacity(items.len());
                 shapes.clear();
-                for k in 0..items.len() {
-                    let p = items.get(k);
-                    match integer(p) {
+                for p in items {
+                    match integer(Some(p)) {
                         Some(x) if x >= 0.0 && x < i as f64 => {
                             let x = x as usize;
                             parents.push(canon[x]);
                             shapes.push(shape_of[x]);
                         }
-                        Some(_) => return cx.err(format_args!("parent {} is not an earlier node", show(p))),
-                        None => return cx.err(format_args!("parent {} is not a node index", show(p))),
+                        Some(_) => return cx.err(format_args!("parent {} is not an earlier node", show(Some(p)))),
+                        None => return cx.err(format_args!("parent {} is not a node index", show(Some(p)))),
                     }
                 }
-                let args = read_args(&cx, get(node, "args"))?;
+                let args = read_args(&cx, node.get("args"))?;
                 let op = read_op(&cx, name, args, list, &shapes)?;
                 let shape = op.infer(&shapes).or_else(|e| cx.err(e))?;
                 let size = shape.size().saturating_add(op.aux_len(&shapes));
@@ -894,6 +590,9 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
         return fail!("compileFromJSON: a plan with input \"single\" needs one param node");
     }
     drop(seen);
+    // Everything pass 2 needs is owned by `checked`: free the parsed text
+    // before the graph's values are allocated.
+    drop(doc);
 
     // ---- pass 2: build. Only evaluating constants can still fail.
     let mut graph = Graph::default();
@@ -1035,16 +734,70 @@ mod tests {
         ] {
             assert_eq!(err(text), "compileFromJSON: not a serialized plan", "{text}");
         }
-        assert!(err("{").starts_with("compileFromJSON: not a serialized plan (invalid JSON"));
-        let deep = format!(r#"{{"version":2,"nodes":{}{},"root":0}}"#, "[".repeat(100_000), "]".repeat(100_000));
-        assert!(err(&deep).starts_with("compileFromJSON: node 0: expected an object, got [[[["));
+    }
+
+    #[test]
+    fn invalid_json() {
+        let invalid = |at: usize, what: &str| format!("compileFromJSON: not a serialized plan (invalid JSON at byte {at}: {what})");
+        // The byte at fault, or the end of the text; text that ends too soon
+        // is always an "unexpected end".
+        for (text, at, what) in [
+            ("", 0, "unexpected end"),
+            ("{", 1, "unexpected end"),
+            ("[1", 2, "unexpected end"),
+            (r#"{"a":"#, 5, "unexpected end"),
+            (r#"{"a":"b"#, 7, "unterminated string"),
+            ("[[2}}", 3, "expected ',' or ']'"),
+            (r#"{"a":1]"#, 6, "expected ',' or '}'"),
+            (r#"{"a" 1}"#, 5, "expected ':'"),
+            ("{\n  \"a\"\n  1}", 10, "expected ':'"),
+            ("{\"a\":\n\"b\nc\"}", 8, "control character in string"),
+            ("{1:2}", 1, "expected a key"),
+            (r#"{"a":1,}"#, 7, "expected a key"),
+            ("[1,]", 3, "unexpected character"),
+            ("[1] 2", 4, "unexpected text after the value"),
+            ("[tru]", 4, "unexpected character"),
+            ("[+1]", 1, "unexpected character"),
+            ("[01]", 2, "invalid number"),
+            ("[1.]", 3, "invalid number"),
+            (r#"["\x"]"#, 3, "invalid escape"),
+            // Beyond the reader this module had: a lone surrogate, a number
+            // too large for an f64 (JSON.stringify writes neither), and
+            // nesting beyond serde_json's recursion limit.
+            (r#"["\ud800"]"#, 8, "lone surrogate in a \\u escape"),
+            (r#"["\udc00"]"#, 7, "lone surrogate in a \\u escape"),
+            ("[1e400]", 5, "number out of range"),
+            ("[-1.8e308]", 8, "number out of range"),
+        ] {
+            assert_eq!(err(text), invalid(at, what), "{text}");
+        }
+        // Arrays and objects nest at most 127 deep: the 128th is refused
+        // where it opens, however deep the text goes on.
+        let nest = |d: usize| format!(r#"{{"version":2,"nodes":{}{},"root":0}}"#, "[".repeat(d - 1), "]".repeat(d - 1));
+        assert_eq!(err(&nest(127)), "compileFromJSON: node 0: expected an object, got [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[…");
+        for d in [128, 100_000] {
+            assert_eq!(err(&nest(d)), invalid(21 + 126, "nested too deeply"));
+        }
         let deep = format!(
             r#"{{"version":2,"nodes":[{{"kind":"param","name":"a","shape":[3]}},{{"kind":"op","op":"pow","parents":[0],"args":{}2{}}}],"root":1}}"#,
             "[{\"k\":".repeat(50_000),
             "}]".repeat(50_000)
         );
-        assert_eq!(err(&deep), "compileFromJSON: node 1 (pow): pow: exponent must be a finite number; got [object Object]");
-        assert!(err(&format!("{}2{}", "[".repeat(1000), "}".repeat(1000))).contains("mismatched bracket"));
+        assert!(err(&deep).ends_with("nested too deeply)"));
+        assert!(err(&format!("{}2{}", "[".repeat(1000), "}".repeat(1000))).ends_with("nested too deeply)"));
+    }
+
+    #[test]
+    fn strings_and_keys() {
+        // Escapes, and a surrogate pair, in a parameter's name; with
+        // duplicate keys the last wins, as in JSON.parse.
+        let text = r#"{"version":2,"input":"map","nodes":[{"kind":"param","name":"a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00","shape":[]},
+            {"kind":"op","op":"exp","op":"neg","parents":[0]}],"root":1,"root":0}"#;
+        let mut p = plan_from_json(text).unwrap();
+        p.set(0, &[2.0]).unwrap();
+        assert_eq!(p.forward().unwrap(), &[2.0]);
+        let dup = r#"{"kind":"param","name":"a\u00e9\ud83d\ude00","shape":[]},{"kind":"param","name":"aé😀","shape":[]}"#;
+        assert_eq!(err(&plan(dup, 0)), "compileFromJSON: node 1 (param): name \"aé😀\" is used twice");
     }
 
     #[test]
