@@ -259,3 +259,35 @@ fn logdet_gradient_is_the_inverse() {
         assert!((grad[k] - inv[k]).abs() <= 1e-10, "entry {k}: {} vs {}", grad[k], inv[k]);
     }
 }
+
+/// Zero-sized operands (a [0×0] matrix, a [0] vector, a [2×0]·[0×3] product)
+/// flow through every kernel forward and backward without a panic.
+#[test]
+fn empty_shapes_go_through_every_kernel() {
+    let mut t = Tape::default();
+    let g = &mut t.graph;
+    let e = g.leaf(Op::Leaf, Shape::Matrix(0, 0), &[]).unwrap();
+    let v0 = g.leaf(Op::Leaf, Shape::Vector(0), &[]).unwrap();
+    let a = g.leaf(Op::Leaf, Shape::Matrix(2, 0), &[]).unwrap();
+    let b = g.leaf(Op::Leaf, Shape::Matrix(0, 3), &[]).unwrap();
+    let mut terms = vec![];
+    let d = op(g, Op::DiagPart, &[e]);
+    terms.push(op(g, Op::Div, &[e, d]));
+    terms.push(op(g, Op::Mul, &[d, e]));
+    terms.push(op(g, Op::Matmul, &[a, b]));
+    terms.push(op(g, Op::Matmul, &[a, v0]));
+    terms.push(op(g, Op::Dot, &[v0, v0]));
+    terms.push(op(g, Op::Exp, &[v0]));
+    terms.push(op(g, Op::Tanh, &[a]));
+    terms.push(op(g, Op::Transpose, &[a]));
+    terms.push(op(g, Op::Cholesky, &[e]));
+    terms.push(op(g, Op::SolveGeneral, &[e, e]));
+    terms.push(op(g, Op::TriangularSolve { lower: true }, &[e, v0]));
+    terms.push(op(g, Op::AddDiag, &[e, v0]));
+    let sums: Vec<u32> = terms.iter().map(|&x| op(g, Op::Sum, &[x])).collect();
+    let root = op(g, Op::Concat { axis: 0 }, &sums);
+    let root = op(g, Op::Sum, &[root]);
+    assert!(t.backward(root, None).unwrap().is_none());
+    // [2×0]·[0×3] is a zero matrix, so its sum is 0.
+    assert_eq!(t.graph.value(root).unwrap()[0], 0.0);
+}

@@ -7,6 +7,9 @@ use crate::core::op::Broadcast;
 /// out[i] = f(a[ia], b[ib]) under one of the broadcasting cases.
 #[inline(always)]
 pub fn binary(bc: Broadcast, a: &[f64], b: &[f64], out: &mut [f64], f: impl Fn(f64, f64) -> f64) {
+    if out.is_empty() {
+        return; // a row of length 0 would make the row loops below chunk by 0
+    }
     match bc {
         Broadcast::Same => {
             for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
@@ -55,6 +58,9 @@ pub fn binary_adjoint(
     d: &mut [f64],
     c: impl Fn(f64, f64, f64) -> f64,
 ) {
+    if g.is_empty() {
+        return;
+    }
     match (bc, k) {
         (Broadcast::Same, _) => {
             for (((di, &x), &y), &gi) in d.iter_mut().zip(a).zip(b).zip(g) {

@@ -28,6 +28,9 @@ pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bo
     if beta == 0.0 {
         c.fill(0.0);
     }
+    if k == 0 {
+        return;
+    }
     if m <= SMALL_DIM || k <= SMALL_DIM || n <= SMALL_DIM {
         small_gemm(m, k, n, a, ta, b, tb, c);
         return;
@@ -136,6 +139,10 @@ pub fn axpy(s: f64, x: &[f64], y: &mut [f64]) {
 /// bit; eight rows run together so their sums do not wait on each other.
 pub fn matvec(k: usize, a: &[f64], x: &[f64], out: &mut [f64]) {
     const ROWS: usize = 8;
+    if k == 0 {
+        out.fill(0.0);
+        return;
+    }
     let mut outs = out.chunks_exact_mut(ROWS);
     let mut blocks = a.chunks_exact(ROWS * k);
     let x = &x[..k];
@@ -157,6 +164,9 @@ pub fn matvec(k: usize, a: &[f64], x: &[f64], out: &mut [f64]) {
 /// d += Aᵀ g for row-major A [m×k]: four rows at a time, so each entry of
 /// `d` is loaded and stored once per four rows rather than once per row.
 pub fn matvec_t_acc(k: usize, a: &[f64], g: &[f64], d: &mut [f64]) {
+    if k == 0 {
+        return;
+    }
     let mut blocks = a.chunks_exact(4 * k);
     let mut gs = g.chunks_exact(4);
     for (block, g4) in (&mut blocks).zip(&mut gs) {

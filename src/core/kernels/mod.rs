@@ -197,7 +197,7 @@ pub fn adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [
                 (Shape::Matrix(_, n), 0) => matrix::gemm(m, n, kk, g, false, v(1), true, 1.0, d),
                 (Shape::Matrix(_, n), _) => matrix::gemm(kk, m, n, v(0), true, g, false, 1.0, d),
                 (_, 0) => {
-                    for (row, &gi) in d.chunks_exact_mut(kk).zip(g) {
+                    for (row, &gi) in d.chunks_exact_mut(kk.max(1)).zip(g) {
                         matrix::axpy(gi, v(1), row)
                     }
                 }
