@@ -190,6 +190,19 @@ function retire(t) {
   else N.tapeFree(t.h);
 }
 
+/** A node's value, copied by Rust into a Float64Array allocated here. */
+function nodeValue(t, id, shape) {
+  const out = new Float64Array(sizeOf(shape));
+  N.tapeValue(t.h, id, out);
+  return out;
+}
+
+/** A node's adjoint in a fresh Float64Array, or null when the last sweep gave it none. */
+function nodeAdjoint(t, id, shape) {
+  const out = new Float64Array(sizeOf(shape));
+  return N.tapeAdjoint(t.h, id, out) ? out : null;
+}
+
 function tapeOf(v) {
   if (!v._tape.live) {
     throw new Error('this Var belongs to an evaluation that has finished; read its value inside the objective');
@@ -245,7 +258,7 @@ export class Var {
   }
 
   get value() {
-    if (this._value === null) this._value = { data: N.tapeValue(tapeOf(this).h, this._id), shape: this.shape };
+    if (this._value === null) this._value = { data: nodeValue(tapeOf(this), this._id, this.shape), shape: this.shape };
     return this._value;
   }
 
@@ -266,7 +279,7 @@ export class Var {
     const t = tapeOf(this);
     if (t.sweeps === 0) return null;
     if (this._gradSweep !== t.sweeps) {
-      this._grad = N.tapeAdjoint(t.h, this._id) ?? null;
+      this._grad = nodeAdjoint(t, this._id, this.shape);
       this._gradSweep = t.sweeps;
     }
     return this._grad;
@@ -343,7 +356,7 @@ function sweep(t, id, seed) {
   let ext = N.tapeBackward(t.h, id, seed);
   while (ext >= 0) {
     const node = t.externals.get(ext);
-    const parts = node._closure(N.tapeAdjoint(t.h, ext)) ?? [];
+    const parts = node._closure(nodeAdjoint(t, ext, node.shape)) ?? [];
     for (let k = 0; k < node.parents.length; k++) {
       if (parts[k] != null) N.tapeAccumulate(t.h, node.parents[k]._id, contribution(parts[k]));
     }
@@ -690,7 +703,7 @@ export function jacobian(f) {
           const seed = new Float64Array(m);
           seed[i] = 1;
           sweep(t, y._id, seed);
-          row = N.tapeAdjoint(t.h, leaf._id);
+          row = nodeAdjoint(t, leaf._id, leaf.shape);
         }
         rows.push(row ? Array.from(row) : new Array(n).fill(0));
       }

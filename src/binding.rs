@@ -208,9 +208,21 @@ pub fn tape_shape(t: u32, id: u32) -> Result<Vec<u32>> {
     with_tape(t, |t| Ok(t.graph.node(id)?.shape.dims().into_iter().map(|d| d as u32).collect()))
 }
 
+/// Copy a node's value into `out`, a buffer of the node's size allocated by
+/// JavaScript: a buffer made here would be freed only when the event loop
+/// turns, so a loop that never yields would pile them up.
 #[napi(catch_unwind)]
-pub fn tape_value(t: u32, id: u32) -> Result<Float64Array> {
-    with_tape(t, |t| Ok(Float64Array::with_data_copied(t.graph.value(id)?)))
+pub fn tape_value(t: u32, id: u32, mut out: Float64ArraySlice) -> Result<()> {
+    // SAFETY: a fresh buffer of the caller's, not aliased by any other argument.
+    let out = unsafe { out.as_mut() };
+    with_tape(t, |t| {
+        let value = t.graph.value(id)?;
+        if value.len() != out.len() {
+            return crate::fail!("value buffer has {} entries for a node of {}", out.len(), value.len());
+        }
+        out.copy_from_slice(value);
+        Ok(())
+    })
 }
 
 /// Start a reverse sweep; returns the id of a hand-built node whose closure
@@ -225,9 +237,21 @@ pub fn tape_resume(t: u32) -> Result<i64> {
     with_tape(t, |t| Ok(t.resume().map_or(-1, i64::from)))
 }
 
+/// Copy a node's adjoint into `out` (allocated by JavaScript, as for
+/// `tapeValue`); false, leaving `out` alone, when the last sweep gave the
+/// node no adjoint.
 #[napi(catch_unwind)]
-pub fn tape_adjoint(t: u32, id: u32) -> Result<Option<Float64Array>> {
-    with_tape(t, |t| Ok(t.adjoint(id).map(Float64Array::with_data_copied)))
+pub fn tape_adjoint(t: u32, id: u32, mut out: Float64ArraySlice) -> Result<bool> {
+    // SAFETY: a fresh buffer of the caller's, not aliased by any other argument.
+    let out = unsafe { out.as_mut() };
+    with_tape(t, |t| match t.adjoint(id) {
+        Some(adjoint) if adjoint.len() == out.len() => {
+            out.copy_from_slice(adjoint);
+            Ok(true)
+        }
+        Some(adjoint) => crate::fail!("adjoint buffer has {} entries for a node of {}", out.len(), adjoint.len()),
+        None => Ok(false),
+    })
 }
 
 #[napi(catch_unwind)]
