@@ -11,13 +11,13 @@ const CONST = 0;
 const LEAF = 1;
 const INPUT = 2;
 /**
- * Ops outside any evaluation record on a shared tape, which is replaced by a
- * fresh one (the old one freed once no Var holds it) past this many nodes or
- * this many values, checked every AMBIENT_CHECK ops.
+ * Outside any evaluation, ops record on the tape of their Var operands, and
+ * new leaves on a shared tape. Once that holds this many nodes or values,
+ * the next leaf starts a fresh one (the old one is freed when no Var holds
+ * it): a graph under construction never straddles two tapes.
  */
-const AMBIENT_NODES = 1 << 20;
-const AMBIENT_VALUES = 1 << 24;
-const AMBIENT_CHECK = 256;
+const AMBIENT_NODES = 1 << 15;
+const AMBIENT_VALUES = 1 << 22;
 const MAX_PLANS = 8;
 const NO_VALUES = new Float64Array(0);
 
@@ -213,15 +213,25 @@ function tapeOf(v) {
 let current = null;
 let ambient = null;
 
-/** The tape ops record on: the evaluation in progress, else a shared one. */
-function activeTape() {
+/** The tape an op records on: the evaluation in progress, else its first live Var operand's. */
+function tapeFor(a, b) {
   if (current !== null) return current;
-  if (ambient === null || (ambient.nodes % AMBIENT_CHECK === 0 && ambientFull(ambient))) ambient = new Tape();
-  return ambient;
+  if (a instanceof Var && a._tape.live) return a._tape;
+  if (b instanceof Var && b._tape.live) return b._tape;
+  return ambient ?? leafTape();
 }
 
-function ambientFull(t) {
-  return t.nodes >= AMBIENT_NODES || N.tapeSize(t.h) >= AMBIENT_VALUES;
+function tapeForAll(xs) {
+  if (current !== null) return current;
+  const v = xs.find((x) => x instanceof Var && x._tape.live);
+  return v ? v._tape : (ambient ?? leafTape());
+}
+
+/** The tape a new leaf records on: the evaluation in progress, else the shared one, renewed when full. */
+function leafTape() {
+  if (current !== null) return current;
+  if (ambient === null || ambient.nodes >= AMBIENT_NODES || N.tapeSize(ambient.h) >= AMBIENT_VALUES) ambient = new Tape();
+  return ambient;
 }
 
 const BUILD = Symbol('internal');
@@ -239,7 +249,7 @@ export class Var {
     this._gradSweep = -1;
     if (value === BUILD) return;
     // Built by hand: a leaf, or a node with a JavaScript backward closure.
-    const t = activeTape();
+    const t = parents.length === 0 ? leafTape() : tapeForAll(parents);
     const v = asTensor(value);
     this._tape = t;
     this._value = v;
@@ -365,7 +375,7 @@ function sweep(t, id, seed) {
 }
 
 export function variable(x, name = 'value') {
-  return leafVar(activeTape(), LEAF, asTensor(x, name));
+  return leafVar(leafTape(), LEAF, asTensor(x, name));
 }
 
 // ---------------------------------------------------------------- ops
@@ -378,7 +388,7 @@ function unary(name) {
   const spec = specOf(name);
   return function (a) {
     if (arguments.length !== 1) throw new Error(`${name}: takes exactly one operand, got ${arguments.length}`);
-    const t = activeTape();
+    const t = tapeFor(a);
     const x = lift(t, a);
     return opVar(t, N.tapeOp1(t.h, code, x._id), [x], spec);
   };
@@ -408,7 +418,7 @@ function binary(name) {
     if (arguments.length !== 2) {
       throw new Error(`${name}: takes exactly two operands, got ${arguments.length}. add and mul are the variadic ones.`);
     }
-    return apply2(activeTape(), code, spec, a, b);
+    return apply2(tapeFor(a, b), code, spec, a, b);
   };
 }
 
@@ -416,7 +426,7 @@ function binary(name) {
 function pair(name) {
   const code = CODE[name];
   const spec = specOf(name);
-  return (a, b) => apply2(activeTape(), code, spec, a, b);
+  return (a, b) => apply2(tapeFor(a, b), code, spec, a, b);
 }
 
 function variadic(name) {
@@ -424,7 +434,7 @@ function variadic(name) {
   const spec = specOf(name);
   return function (...xs) {
     if (xs.length < 2) throw new Error(`${name}: needs at least two operands, got ${xs.length}`);
-    const t = activeTape();
+    const t = tapeForAll(xs);
     let acc = apply2(t, code, spec, xs[0], xs[1]);
     for (let i = 2; i < xs.length; i++) acc = apply2(t, code, spec, acc, xs[i]);
     return acc;
@@ -458,7 +468,7 @@ export const solveGeneral = pair('solveGeneral');
 
 export function pow(a, k) {
   if (typeof k !== 'number' || !Number.isFinite(k)) throw new Error(`pow: exponent must be a finite number; got ${k}`);
-  const t = activeTape();
+  const t = tapeFor(a);
   const x = lift(t, a);
   return opVar(t, N.tapePow(t.h, x._id, k), [x], { op: 'pow', args: [k] });
 }
@@ -472,7 +482,7 @@ const dim = (v) => (typeof v === 'number' ? v : NaN);
 export function reshape(a, shape) {
   const ok = Array.isArray(shape) && shape.length <= 2 && shape.every((d) => Number.isInteger(d) && d > 0);
   if (!ok) throw new Error('reshape: shape must be up to two positive integers');
-  const t = activeTape();
+  const t = tapeFor(a);
   const x = lift(t, a);
   const id = N.tapeReshape(t.h, x._id, shape.length, shape[0] ?? 0, shape[1] ?? 0);
   return opVar(t, id, [x], { op: 'reshape', args: [[...shape]] });
@@ -485,7 +495,7 @@ function entries(list) {
 }
 
 export function slice(a, start, size) {
-  const t = activeTape();
+  const t = tapeFor(a);
   const x = lift(t, a);
   const id = N.tapeSlice(t.h, x._id, ...entries(start), ...entries(size));
   return opVar(t, id, [x], { op: 'slice', args: [[...start], [...size]] });
@@ -493,7 +503,7 @@ export function slice(a, start, size) {
 
 export function concat(parts, options = {}) {
   if (!Array.isArray(parts) || parts.length === 0) throw new Error('concat: needs a non-empty array of parts');
-  const t = activeTape();
+  const t = tapeForAll(parts);
   const xs = parts.map((p) => lift(t, p));
   const axis = options?.axis ?? 0;
   const matrices = xs[0].shape.length === 2;
@@ -503,7 +513,7 @@ export function concat(parts, options = {}) {
 }
 
 export function triangularSolve(T, B, { lower = true } = {}) {
-  const t = activeTape();
+  const t = tapeFor(T, B);
   const x = lift(t, T);
   const y = lift(t, B);
   const id = N.tapeTriangularSolve(t.h, x._id, y._id, !!lower);
@@ -520,7 +530,7 @@ export function solvePSD(A, B) {
 }
 
 export function inv(A) {
-  const t = activeTape();
+  const t = tapeFor(A);
   const x = lift(t, A);
   const s = x.shape;
   if (s.length !== 2 || s[0] !== s[1]) throw new Error(`inv: needs a square matrix, got ${fmtShape(s)}`);

@@ -729,3 +729,24 @@ describe('jacobian', () => {
     }
   });
 });
+
+describe('graphs built outside any evaluation', () => {
+  test('a long graph stays on one tape, so gradients reach its leaves', () => {
+    // Longer than the shared tape's limit: the graph must not be split
+    // across two tapes, which would cut the gradient's path to x.
+    const x = G.variable(2);
+    let y = x;
+    for (let i = 0; i < 40_000; i++) y = G.add(y, 0);
+    const z = G.mul(y, G.variable(3));
+    z.backward();
+    assert.deepEqual(Array.from(x.grad), [3]);
+  });
+
+  test('leaves made after a full shared tape still differentiate', () => {
+    for (let i = 0; i < 40_000; i++) G.variable(i);
+    const a = G.variable([1, 2]);
+    const b = G.sum(G.square(a));
+    b.backward();
+    assert.deepEqual(Array.from(a.grad), [2, 4]);
+  });
+});

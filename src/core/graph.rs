@@ -221,8 +221,19 @@ impl Graph {
 /// sweep runs backwards, so eager, compiled and rebuilt plans accumulate
 /// adjoints in the same order and agree bit for bit.
 pub fn post_order(nodes: &[Node], root: u32) -> Vec<u32> {
-    let mut seen = vec![false; nodes.len()];
     let mut order = Vec::new();
+    post_order_into(nodes, root, &mut Vec::new(), &mut order);
+    order
+}
+
+/// `post_order` into `order`, with `seen` as scratch: all false on entry and
+/// again on return, grown to the graph's size as needed, so a sweep over a
+/// few nodes of a large tape costs what it visits, not the tape's size.
+pub fn post_order_into(nodes: &[Node], root: u32, seen: &mut Vec<bool>, order: &mut Vec<u32>) {
+    if seen.len() < nodes.len() {
+        seen.resize(nodes.len(), false);
+    }
+    order.clear();
     let mut stack: Vec<(u32, usize)> = vec![(root, 0)];
     seen[root as usize] = true;
     while let Some(top) = stack.last_mut() {
@@ -240,16 +251,20 @@ pub fn post_order(nodes: &[Node], root: u32) -> Vec<u32> {
             stack.pop();
         }
     }
-    order
+    for &id in order.iter() {
+        seen[id as usize] = false;
+    }
 }
 
-/// Which nodes of `order` carry an adjoint: the sources and everything that
-/// depends on one. Indexed by node id; nodes outside `order` are false.
-pub fn needs_adjoint(nodes: &[Node], order: &[u32], is_source: impl Fn(&Node) -> bool) -> Vec<bool> {
-    let mut needs = vec![false; nodes.len()];
+/// Mark which nodes of `order` carry an adjoint: the sources and everything
+/// that depends on one. `needs` is indexed by node id, grown to the graph's
+/// size; entries outside `order` are left as they are.
+pub fn mark_needs(nodes: &[Node], order: &[u32], is_source: impl Fn(&Node) -> bool, needs: &mut Vec<bool>) {
+    if needs.len() < nodes.len() {
+        needs.resize(nodes.len(), false);
+    }
     for &id in order {
         let node = &nodes[id as usize];
         needs[id as usize] = is_source(node) || node.parents.iter().any(|&p| needs[p as usize]);
     }
-    needs
 }

@@ -10,7 +10,7 @@
 //!   nothing flows into constants or inputs.
 
 use super::error::Result;
-use super::graph::{eval, needs_adjoint, post_order, propagate, Graph};
+use super::graph::{eval, mark_needs, post_order, propagate, Graph};
 use super::op::Op;
 use super::shape::Shape;
 use crate::fail;
@@ -92,7 +92,9 @@ impl Plan {
         let root = new_id[root as usize];
         let all: Vec<u32> = (0..g.nodes.len() as u32).collect();
         let mut needs = if passes.skip_constant_adjoints {
-            needs_adjoint(&g.nodes, &all, |n| n.op == Op::Leaf)
+            let mut needs = Vec::new();
+            mark_needs(&g.nodes, &all, |n| n.op == Op::Leaf, &mut needs);
+            needs
         } else {
             vec![true; g.nodes.len()]
         };

@@ -3,7 +3,7 @@
 //! JavaScript closures can run.
 
 use super::error::Result;
-use super::graph::{needs_adjoint, post_order, propagate, Graph};
+use super::graph::{mark_needs, post_order_into, propagate, Graph};
 use super::op::Op;
 use crate::fail;
 
@@ -13,6 +13,8 @@ pub struct Tape {
     adj: Vec<f64>,
     order: Vec<u32>,
     needs: Vec<bool>,
+    /// Scratch for the depth-first walk, all false between sweeps.
+    seen: Vec<bool>,
     /// How many nodes of `order`, from the front, the sweep has still to visit.
     pending: usize,
 }
@@ -23,6 +25,7 @@ impl Tape {
         self.graph.clear();
         self.order.clear();
         self.needs.clear();
+        self.seen.clear();
         self.pending = 0;
     }
 
@@ -42,8 +45,13 @@ impl Tape {
             _ => {}
         }
         let nodes = &self.graph.nodes;
-        self.order = post_order(nodes, root);
-        self.needs = needs_adjoint(nodes, &self.order, |n| n.op == Op::Leaf);
+        // Forget the last sweep's marks, then visit only what reaches the root:
+        // a sweep costs what it visits, however large the tape has grown.
+        for &id in &self.order {
+            self.needs[id as usize] = false;
+        }
+        post_order_into(nodes, root, &mut self.seen, &mut self.order);
+        mark_needs(nodes, &self.order, |n| n.op == Op::Leaf, &mut self.needs);
         self.needs[root as usize] = true;
         // Only adjoints that will be read are cleared: the arena also holds
         // the (often large) constants, which carry none.
