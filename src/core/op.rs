@@ -247,7 +247,7 @@ impl Op {
                     if size[axis] == 0 {
                         return fail!("slice: start must be a non-negative integer and size a positive integer");
                     }
-                    let end = start[axis].checked_add(size[axis]).unwrap_or(usize::MAX);
+                    let end = start[axis].saturating_add(size[axis]);
                     if end > d {
                         return fail!("slice: [{}, {}) exceeds axis {} of {}", start[axis], end, axis, p[0]);
                     }

@@ -21,6 +21,7 @@ const SMALL_DIM: usize = 5;
 /// C = beta·C + op(A) op(B) for row-major C [m×n]; `a` holds A as stored
 /// (`[m×k]`, or `[k×m]` when `ta`), `b` likewise (`[k×n]`, or `[n×k]` when
 /// `tb`). `beta` is 0 (overwrite C without reading it) or 1 (accumulate).
+#[allow(clippy::too_many_arguments)]
 pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, beta: f64, c: &mut [f64]) {
     if m == 0 || n == 0 {
         return;
