@@ -789,6 +789,8 @@ class Replay {
     this.flat = new Float64Array(total);
     this.layout = new Int32Array(all.length);
     this.gradLayout = new Int32Array(shapes.length);
+    // Parameters come first in the flat layout, so their gradients fit in its head.
+    this.gradFlat = new Float64Array(this.offsets[shapes.length] ?? total);
     /** Whether it was built for calls with an inputs map (possibly empty). */
     this.hasInputs = inputShapes.length > 0;
     this.slot = new Map((keys ?? []).map((k, i) => [k, i]));
@@ -860,8 +862,8 @@ class Replay {
         flatGradients = true;
       }
     }
-    // Parameters come first in the flat layout, so their gradients fit in its head.
-    const gradFlat = flatGradients ? new Float64Array(this.offsets[np] ?? this.flat.length) : NO_VALUES;
+    // Reused across calls: these gradients are copied out into plain numbers and arrays.
+    const gradFlat = flatGradients ? this.gradFlat : NO_VALUES;
     const value = N.planRun(this.plan, this.flat, views, this.layout, gradFlat, gradViews, gradLayout);
     const grads = new Array(np);
     for (let i = 0; i < np; i++) {
