@@ -316,9 +316,7 @@ function leafVar(t, kind, v) {
   return x;
 }
 
-/** Nested arrays are converted here, then copied into the tape's arena. */
-let scratch = new Float64Array(1024);
-
+/** The Var of a number constant already recorded as node `id`. */
 function numberVar(t, id) {
   const v = new Var(BUILD, [], null, null, null);
   v._tape = t;
@@ -327,6 +325,9 @@ function numberVar(t, id) {
   t.nodes++;
   return v;
 }
+
+/** Nested arrays are converted here, then copied into the tape's arena. */
+let scratch = new Float64Array(1024);
 
 /** `x` as a Var on tape `t`: a Var of another tape, or a plain value, becomes a constant. */
 function lift(t, x, name) {
