@@ -326,8 +326,28 @@ function numberVar(t, id) {
   return v;
 }
 
-/** Nested arrays are converted here, then copied into the tape's arena. */
-let scratch = new Float64Array(1024);
+/**
+ * Arrays an objective captures (a design matrix, observations) are converted
+ * once and kept here. Each later use reads the array again and compares,
+ * which costs about a third less than converting it anew, so an array edited
+ * in place is still noticed. Small arrays are simply converted.
+ */
+const converted = new WeakMap();
+const CACHE_FROM = 64;
+
+function sameContents(x, data) {
+  if (!isRow(x[0])) {
+    for (let i = 0; i < x.length; i++) if (x[i] !== data[i]) return false;
+    return true;
+  }
+  const n = x[0].length;
+  for (let i = 0, k = 0; i < x.length; i++) {
+    const row = x[i];
+    if (row.length !== n) return false;
+    for (let j = 0; j < n; j++, k++) if (row[j] !== data[k]) return false;
+  }
+  return true;
+}
 
 /** `x` as a Var on tape `t`: a Var of another tape, or a plain value, becomes a constant. */
 function lift(t, x, name) {
@@ -336,14 +356,13 @@ function lift(t, x, name) {
   if (!Array.isArray(x)) return leafVar(t, CONST, asTensor(x, name));
   const shape = shapeOf(x, name);
   const n = sizeOf(shape);
-  if (scratch.length < n) scratch = new Float64Array(Math.max(n, 2 * scratch.length));
-  copyInto(x, scratch, 0, name);
-  const v = new Var(BUILD, [], null, null, null);
-  v._tape = t;
-  v._shape = shape;
-  v._id = N.tapeLeaf(t.h, CONST, scratch.subarray(0, n), shape.length, shape[0], shape[1] ?? 0);
-  t.nodes++;
-  return v;
+  let data = n >= CACHE_FROM ? converted.get(x) : undefined;
+  if (data === undefined || data.length !== n || !sameContents(x, data)) {
+    data = new Float64Array(n);
+    copyInto(x, data, 0, name);
+    if (n >= CACHE_FROM) converted.set(x, data);
+  }
+  return leafVar(t, CONST, { data, shape });
 }
 
 function opVar(t, id, parents, spec) {

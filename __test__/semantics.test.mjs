@@ -750,3 +750,18 @@ describe('graphs built outside any evaluation', () => {
     assert.deepEqual(Array.from(a.grad), [2, 4]);
   });
 });
+
+describe('captured arrays in eager evaluations', () => {
+  test('an array of rows edited in place between calls is read afresh', () => {
+    const X = Array.from({ length: 20 }, (_, i) => Array.from({ length: 5 }, (_, j) => i + j));
+    const y = Array.from({ length: 100 }, (_, i) => i);
+    const vg = G.valueAndGrad((p) => G.add(G.sum(G.mul(X, p)), G.sum(G.mul(y, p))));
+    const before = vg(1).value;
+    assert.equal(before, X.flat().reduce((a, b) => a + b) + y.reduce((a, b) => a + b));
+    X[7][3] += 1000;
+    y[42] -= 10;
+    assert.equal(vg(1).value, before + 990);
+    X[7] = X[7].map((v) => v * 2);
+    assert.equal(vg(1).value, before + 990 + X[7].reduce((a, b) => a + b) / 2);
+  });
+});
