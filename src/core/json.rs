@@ -31,7 +31,7 @@
 
 use super::error::{js_number, Error, Result};
 use super::graph::Graph;
-use super::op::{Exponent, Op, Parents};
+use super::op::{slice_op, Exponent, Op, Parents};
 use super::plan::Plan;
 use super::shape::{Shape, MAX_ELEMENTS};
 use crate::fail;
@@ -255,43 +255,16 @@ fn read_args<'a>(cx: &Ctx, v: Option<&'a Value>) -> Result<Option<&'a [Value]>> 
 /// `[[start], [size]]` of a slice of an operand shaped `shape`, checked as the
 /// JavaScript `slice` checks them, in the same order.
 fn read_slice(cx: &Ctx, args: Option<&[Value]>, shape: Shape) -> Result<Op> {
-    let dims = shape.dims();
-    let r = dims.len();
-    if r == 0 {
-        return cx.err("slice: cannot slice a scalar");
-    }
-    let need = || {
-        cx.err(format_args!("slice: start and size need {r} {} for a {shape} operand", if r == 1 { "entry" } else { "entries" }))
+    // As from JavaScript: an entry that is not an integer goes in as NaN,
+    // arguments that are not two arrays as no entries at all.
+    let entries = |v: &Value| -> Vec<f64> {
+        v.as_array().map_or_else(Vec::new, |a| a.iter().map(|x| integer(Some(x)).unwrap_or(f64::NAN)).collect())
     };
-    let Some([Value::Array(start), Value::Array(size)]) = args else { return need() };
-    if start.len() != r || size.len() != r {
-        return need();
-    }
-    let mut s = [0f64; 2];
-    let mut z = [0f64; 2];
-    for axis in 0..r {
-        match (integer(start.get(axis)), integer(size.get(axis))) {
-            (Some(a), Some(b)) if a >= 0.0 && b > 0.0 => {
-                s[axis] = a;
-                z[axis] = b;
-            }
-            _ => return cx.err("slice: start must be a non-negative integer and size a positive integer"),
-        }
-    }
-    for axis in 0..r {
-        let end = s[axis] + z[axis];
-        if end > dims[axis] as f64 {
-            return cx.err(format_args!(
-                "slice: [{}, {}) exceeds axis {} of {}",
-                js_number(s[axis]),
-                js_number(end),
-                axis,
-                shape
-            ));
-        }
-    }
-    // Now every bound is at most the axis length, itself at most MAX_ELEMENTS.
-    Ok(Op::Slice { start: [s[0] as usize, s[1] as usize], size: [z[0] as usize, z[1] as usize] })
+    let (start, size) = match args {
+        Some([start, size]) => (entries(start), entries(size)),
+        _ => (Vec::new(), Vec::new()),
+    };
+    slice_op(shape, &start, &size).or_else(|e| cx.err(e))
 }
 
 /// The op of an op node, with its static arguments, given its parents' shapes.

@@ -1,7 +1,7 @@
 //! The one Op enum, its static arguments, its exported name and its shape rule.
 
-use super::error::Result;
-use super::shape::{Shape, MAX_ELEMENTS};
+use super::error::{js_number, Result};
+use super::shape::Shape;
 use crate::fail;
 use smallvec::SmallVec;
 
@@ -268,9 +268,10 @@ impl Op {
     }
 }
 
-/// A slice from its arguments as JavaScript gives them (an entry that is not
-/// a number arrives as NaN), checked against the operand in the order SPEC §4
-/// lists the errors; the bounds are checked by `infer`.
+/// A slice from its arguments as JavaScript or a plan gives them (an entry
+/// that is not a number arrives as NaN), checked against the operand in the
+/// order SPEC §4 lists the errors. The bounds are compared as numbers, so an
+/// astronomically large start is reported as outside the operand.
 pub fn slice_op(operand: Shape, start: &[f64], size: &[f64]) -> Result<Op> {
     let rank = operand.rank();
     if rank == 0 {
@@ -280,10 +281,19 @@ pub fn slice_op(operand: Shape, start: &[f64], size: &[f64]) -> Result<Op> {
         let entries = if rank == 1 { "entry" } else { "entries" };
         return fail!("slice: start and size need {rank} {entries} for a {operand} operand");
     }
-    let whole = |x: f64, least: f64| x >= least && x.fract() == 0.0 && x <= MAX_ELEMENTS as f64;
+    let whole = |x: f64, least: f64| x >= least && x.fract() == 0.0;
     if !start.iter().all(|&x| whole(x, 0.0)) || !size.iter().all(|&x| whole(x, 1.0)) {
         return fail!("slice: start must be a non-negative integer and size a positive integer");
     }
+    let dims = operand.dims();
+    for axis in 0..rank {
+        let end = start[axis] + size[axis];
+        if end > dims[axis] as f64 {
+            let (s, e) = (js_number(start[axis]), js_number(end));
+            return fail!("slice: [{s}, {e}) exceeds axis {axis} of {operand}");
+        }
+    }
+    // Every bound now fits its axis, so the conversions are exact.
     let mut op = Op::Slice { start: [0; 2], size: [0; 2] };
     if let Op::Slice { start: s, size: z } = &mut op {
         for axis in 0..rank {

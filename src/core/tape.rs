@@ -3,6 +3,7 @@
 //! JavaScript closures can run.
 
 use super::error::Result;
+use super::kernels::matrix::axpy;
 use super::graph::{mark_needs, post_order_into, propagate, Graph};
 use super::op::Op;
 use crate::fail;
@@ -107,10 +108,7 @@ impl Tape {
             );
         }
         if self.needs.get(id as usize).copied().unwrap_or(false) {
-            let r = node.range();
-            for (a, &c) in self.adj[r].iter_mut().zip(contribution) {
-                *a += c;
-            }
+            axpy(1.0, contribution, &mut self.adj[node.range()]);
         }
         Ok(())
     }
