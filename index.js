@@ -747,14 +747,16 @@ export function jacobian(f) {
 
 // ---------------------------------------------------------------- compile
 
+/** A shape's part of a signature: `s`, `v<n>` or `<m>x<n>`. */
+function sigOfShape(s) {
+  return s.length === 0 ? 's' : s.length === 1 ? `v${s[0]}` : `${s[0]}x${s[1]}`;
+}
+
 function sigOf(v) {
   if (typeof v === 'number') return 's';
   if (v instanceof Float64Array) return `v${v.length}`;
   if (Array.isArray(v)) return isRow(v[0]) ? `${v.length}x${v[0].length}` : `v${v.length}`;
-  if (isTensor(v)) {
-    const s = v.shape;
-    return s.length === 0 ? 's' : s.length === 1 ? `v${s[0]}` : `${s[0]}x${s[1]}`;
-  }
+  if (isTensor(v)) return sigOfShape(v.shape);
   return '?';
 }
 
@@ -1054,7 +1056,6 @@ export function compileFromJSON(json) {
   const shapes = params.map((p) => [...p.shape]);
   const inputKeys = inputs.map((n) => n.name);
   const replay = new Replay(plan, map, keys, shapes, inputKeys, inputs.map((n) => [...n.shape]), N.planRootShape(plan));
-  const sigOfShape = (s) => sigOf({ data: new Float64Array(0), shape: s });
   const named = (ks, ss) =>
     ks
       .map((k, i) => [k, ss[i]])
