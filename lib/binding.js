@@ -1,0 +1,14 @@
+// The core's functions (napi addon or WebAssembly adapter), installed once by the entry module.
+// Rooms reach the core only through `N` here, and only when called, never
+// while modules are being evaluated: ESM evaluates this folder before the
+// entry's body runs, and a WebAssembly entry installs its binding only after
+// instantiating it.
+
+export let N = null;
+/** Op codes by name, in the core's numbering. */
+export let CODE = null;
+
+export function install(binding) {
+  N = binding;
+  CODE = Object.fromEntries(N.opCodes().map((name, i) => [name, i]));
+}

@@ -1,0 +1,172 @@
+// Evaluating an objective: its parameters and inputs as named slots, the
+// recording on a fresh tape, and the gradients in the forms they came in
+// (valueAndGrad, grad, jacobian).
+
+import { N } from './binding.js';
+import { fmtShape, formOf, isMapForm, shapeGradient, sizeOf, toNested } from './forms.js';
+import {
+  CONST,
+  LEAF,
+  Var,
+  asTensor,
+  current,
+  evaluationTape,
+  leafVar,
+  nodeAdjoint,
+  retire,
+  setCurrent,
+  sweep,
+  variable,
+} from './tape.js';
+
+// ---------------------------------------------------------------- parameters
+
+/**
+ * The parameters (or inputs) of a call as named slots:
+ * { map, keys, values, names } with `keys` null for a single parameter.
+ */
+function slotsOf(x, label) {
+  if (isMapForm(x)) {
+    const keys = Object.keys(x);
+    return { map: true, keys, values: keys.map((k) => x[k]), names: keys.map((k) => `${label} "${k}"`) };
+  }
+  return { map: false, keys: null, values: [x], names: [label] };
+}
+
+export function checkInputs(inputs, where) {
+  if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs) || inputs instanceof Float64Array) {
+    throw new Error(`${where}: inputs must be a {name: value} map, got ${typeof inputs}`);
+  }
+}
+
+/** Leaves for each slot on tape t; returns the argument the objective receives. */
+function bindSlots(t, s, kind) {
+  const vars = s.values.map((v, i) => leafVar(t, kind, asTensor(v, s.names[i])));
+  if (!s.map) return { vars, arg: vars[0] };
+  const arg = {};
+  s.keys.forEach((k, i) => (arg[k] = vars[i]));
+  return { vars, arg };
+}
+
+function assemble(s, grads) {
+  if (!s.map) return grads[0];
+  const out = {};
+  s.keys.forEach((k, i) => (out[k] = grads[i]));
+  return out;
+}
+
+function checkRoot(root, where) {
+  if (!(root instanceof Var)) {
+    throw new Error(
+      `${where}: the objective must return a Var built from this package's ops; got ${typeof root}. ` +
+        'A plain number means the ops were bypassed somewhere, which breaks the chain.',
+    );
+  }
+}
+
+export function scalarRootError(where, shape) {
+  return new Error(`${where}: the objective must return a scalar, got ${fmtShape(shape)}. Reduce it with sum() or mean() first.`);
+}
+
+/** Run the objective on a fresh tape: { t, params, inputs, root }. */
+export function record(f, x, inputs, where, inputKind, kept = false) {
+  const params = slotsOf(x, 'parameter');
+  let ins = null;
+  if (inputs !== undefined) {
+    checkInputs(inputs, where);
+    ins = slotsOf(inputs, 'input');
+  }
+  const t = evaluationTape(kept);
+  const prev = current;
+  setCurrent(t);
+  try {
+    const P = bindSlots(t, params, LEAF);
+    const I = ins && bindSlots(t, ins, inputKind);
+    let root = I ? f(P.arg, I.arg) : f(P.arg);
+    checkRoot(root, where);
+    if (root._tape !== t) root = leafVar(t, CONST, root.value);
+    return { t, params, P, ins, I, root };
+  } catch (e) {
+    if (!kept) retire(t);
+    throw e;
+  } finally {
+    setCurrent(prev);
+  }
+}
+
+/** One eager evaluation: the value alone, or value and gradient. */
+export function evaluate(f, x, inputs, wantGradient, where) {
+  const { t, params, P, root } = record(f, x, inputs, where, CONST);
+  try {
+    if (!wantGradient) return toNested(root.value);
+    const swept = t.externals !== null;
+    if (swept) {
+      if (!root.isScalar) throw scalarRootError(where, root.shape);
+      sweep(t, root._id, null);
+    }
+    const vars = P.vars;
+    const ids = new Uint32Array(vars.length);
+    const offsets = new Array(vars.length);
+    let total = 0;
+    for (let i = 0; i < vars.length; i++) {
+      ids[i] = vars[i]._id;
+      offsets[i] = total;
+      total += sizeOf(vars[i].shape);
+    }
+    const flat = new Float64Array(total);
+    const value = N.tapeGradients(t.h, root._id, swept, where, ids, flat);
+    const grads = new Array(vars.length);
+    for (let i = 0; i < vars.length; i++) grads[i] = shapeGradient(formOf(params.values[i]), vars[i].shape, flat, offsets[i]);
+    return { value, gradient: assemble(params, grads) };
+  } finally {
+    retire(t);
+  }
+}
+
+export function valueAndGrad(f) {
+  if (typeof f !== 'function') throw new Error('valueAndGrad: expected a function');
+  const vg = (x, inputs) => evaluate(f, x, inputs, true, 'valueAndGrad');
+  vg.value = (x, inputs) => evaluate(f, x, inputs, false, 'valueAndGrad');
+  return vg;
+}
+
+export function grad(f) {
+  if (typeof f !== 'function') throw new Error('grad: expected a function');
+  const g = (x, inputs) => evaluate(f, x, inputs, true, 'valueAndGrad').gradient;
+  g.value = (x, inputs) => evaluate(f, x, inputs, false, 'valueAndGrad');
+  return g;
+}
+
+export function jacobian(f) {
+  if (typeof f !== 'function') throw new Error('jacobian: expected a function');
+  return (x) => {
+    const t = evaluationTape(false);
+    const prev = current;
+    setCurrent(t);
+    try {
+      const leaf = variable(x);
+      const y = f(leaf);
+      setCurrent(prev);
+      if (!(y instanceof Var)) throw new Error("jacobian: the function must return a Var built from this package's ops");
+      const shape = y.shape;
+      if (shape.length > 1) throw new Error(`jacobian: the function must return a scalar or a vector, got ${fmtShape(shape)}`);
+      const m = shape.length === 0 ? 1 : shape[0];
+      const n = leaf.data.length;
+      const rows = [];
+      for (let i = 0; i < m; i++) {
+        let row = null;
+        if (y._tape === t) {
+          const seed = new Float64Array(m);
+          seed[i] = 1;
+          sweep(t, y._id, seed);
+          row = nodeAdjoint(t, leaf._id, leaf.shape);
+        }
+        rows.push(row ? Array.from(row) : new Array(n).fill(0));
+      }
+      return rows;
+    } finally {
+      setCurrent(prev);
+      retire(t);
+    }
+  };
+}

@@ -1,0 +1,162 @@
+// Values in the caller's forms: shapes, tensors, and the conversions between
+// the forms arguments come in (numbers, arrays, rows, Float64Arrays, tensors,
+// {name: value} maps) and the flat Float64Arrays the core takes.
+
+// ---------------------------------------------------------------- shapes
+
+export function fmtShape(shape) {
+  if (shape.length === 0) return 'scalar';
+  if (shape.length === 1) return `[${shape[0]}]`;
+  return `[${shape[0]}×${shape[1]}]`;
+}
+
+export function sizeOf(shape) {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+// ---------------------------------------------------------------- tensors
+
+export function isTensor(x) {
+  return x !== null && typeof x === 'object' && x.data instanceof Float64Array && Array.isArray(x.shape);
+}
+
+export function tensor(data, shape) {
+  const d = data instanceof Float64Array ? data : Float64Array.from(data);
+  const s = Array.from(shape);
+  if (d.length !== sizeOf(s)) throw new Error(`data length ${d.length} does not match shape ${fmtShape(s)}`);
+  return { data: d, shape: s };
+}
+
+function checkedShape(shape, where) {
+  const s = Array.isArray(shape) ? [...shape] : null;
+  if (s === null || s.length > 2 || !s.every((d) => Number.isInteger(d) && d >= 0)) {
+    throw new Error(`${where}: shape must be up to two non-negative integers`);
+  }
+  return s;
+}
+
+export function zeros(shape) {
+  const s = checkedShape(shape, 'zeros');
+  return { data: new Float64Array(sizeOf(s)), shape: s };
+}
+
+export function eye(n) {
+  if (!Number.isInteger(n) || n < 0) throw new Error(`eye: n must be a non-negative integer, got ${n}`);
+  const data = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) data[i * n + i] = 1;
+  return { data, shape: [n, n] };
+}
+
+export const isRow = (r) => Array.isArray(r) || r instanceof Float64Array;
+
+/**
+ * The shape of a value in one of asTensor's forms, checking its structure
+ * (element types are checked while copying, by `copyInto`).
+ */
+export function shapeOf(x, name) {
+  if (typeof x === 'number') return [];
+  if (x instanceof Float64Array) return [x.length];
+  if (Array.isArray(x)) {
+    if (x.length === 0) throw new Error(`${name} must be a number, a non-empty array, or a tensor`);
+    const first = x[0];
+    if (!isRow(first)) return [x.length];
+    const n = first.length;
+    if (n === 0) throw new Error(`${name} must have at least one column`);
+    for (let i = 1; i < x.length; i++) {
+      const row = x[i];
+      if (!isRow(row)) throw new Error(`${name} must be a number, an array of numbers, or an array of rows`);
+      if (row.length !== n) throw new Error(`${name} is not rectangular (row ${i} has length ${row.length}, expected ${n})`);
+    }
+    return [x.length, n];
+  }
+  if (isTensor(x)) return x.shape;
+  throw new Error(`${name} must be a number, a non-empty array, or a tensor`);
+}
+
+function badElements(name) {
+  return new Error(`${name} must be a number, an array of numbers, or an array of rows`);
+}
+
+/** Write a value in any of asTensor's forms (already shaped by `shapeOf`) into dst at off. */
+export function copyInto(x, dst, off, name) {
+  if (typeof x === 'number') dst[off] = x;
+  else if (x instanceof Float64Array) dst.set(x, off);
+  else if (isTensor(x)) dst.set(x.data, off);
+  else if (isRow(x[0])) copyRows(x, dst, off, name);
+  else copyNumbers(x, dst, off, name);
+}
+
+function copyNumbers(x, dst, off, name) {
+  for (let i = 0; i < x.length; i++) {
+    const v = x[i];
+    if (typeof v !== 'number') throw badElements(name);
+    dst[off + i] = v;
+  }
+}
+
+function copyRows(x, dst, off, name) {
+  const n = x[0].length;
+  for (let i = 0; i < x.length; i++) {
+    const row = x[i];
+    if (row instanceof Float64Array) {
+      dst.set(row, off + i * n);
+      continue;
+    }
+    let k = off + i * n;
+    for (let j = 0; j < n; j++) {
+      const v = row[j];
+      if (typeof v !== 'number') throw badElements(name);
+      dst[k++] = v;
+    }
+  }
+}
+
+export function toNested(t) {
+  const { data, shape } = t;
+  if (shape.length === 0) return data[0];
+  if (shape.length === 1) return Array.from(data);
+  const [m, n] = shape;
+  const rows = new Array(m);
+  for (let i = 0; i < m; i++) rows[i] = Array.from(data.subarray(i * n, (i + 1) * n));
+  return rows;
+}
+
+// ---------------------------------------------------------------- parameter forms
+
+/** How a parameter was given, so its gradient goes back in the same form. */
+export function formOf(v) {
+  if (typeof v === 'number') return 'number';
+  if (v instanceof Float64Array) return 'flat';
+  if (Array.isArray(v)) return isRow(v[0]) ? 'nested' : 'flat';
+  return 'tensor';
+}
+
+export const isMapForm = (x) =>
+  x !== null && typeof x === 'object' && !Array.isArray(x) && !(x instanceof Float64Array) && !isTensor(x);
+
+/** Entries [from, to) of a typed array as a plain array. */
+function plainArray(src, from, to) {
+  const out = new Array(to - from);
+  for (let i = from; i < to; i++) out[i - from] = src[i];
+  return out;
+}
+
+/** A gradient in the form its parameter came in, from `src` at `off`. */
+export function shapeGradient(form, shape, src, off) {
+  switch (form) {
+    case 'number':
+      return src[off];
+    case 'flat':
+      return plainArray(src, off, off + shape[0]);
+    case 'nested': {
+      const [m, n] = shape;
+      const rows = new Array(m);
+      for (let i = 0; i < m; i++) rows[i] = plainArray(src, off + i * n, off + (i + 1) * n);
+      return rows;
+    }
+    default:
+      return { data: src.slice(off, off + sizeOf(shape)), shape: [...shape] };
+  }
+}

@@ -1,0 +1,173 @@
+// The op wrappers: each coerces its operands onto one tape, records the op
+// there with one native call, and returns the Var of the result.
+
+import { CODE, N } from './binding.js';
+import { eye, fmtShape } from './forms.js';
+import { lift, opVar, numberVar, tapeFor, tapeForAll } from './tape.js';
+
+// The op codes are the core's, known only once a binding is installed, which
+// is after this module is evaluated: each wrapper looks its code up on its
+// first call and keeps it (a binding is installed once).
+
+const specs = {};
+const specOf = (name) => (specs[name] ??= Object.freeze({ op: name }));
+
+function unary(name) {
+  let code = -1;
+  const spec = specOf(name);
+  return function (a) {
+    if (arguments.length !== 1) throw new Error(`${name}: takes exactly one operand, got ${arguments.length}`);
+    if (code < 0) code = CODE[name];
+    const t = tapeFor(a);
+    const x = lift(t, a);
+    return opVar(t, N.tapeOp1(t.h, code, x._id), [x], spec);
+  };
+}
+
+function apply2(t, code, spec, a, b) {
+  // A number on one side goes in with the op, in one native call.
+  if (typeof b === 'number' && typeof a !== 'number') {
+    const x = lift(t, a);
+    const id = N.tapeOp2Number(t.h, code, x._id, b, false);
+    return opVar(t, id, [x, numberVar(t, id - 1)], spec);
+  }
+  if (typeof a === 'number' && typeof b !== 'number') {
+    const y = lift(t, b);
+    const id = N.tapeOp2Number(t.h, code, y._id, a, true);
+    return opVar(t, id, [numberVar(t, id - 1), y], spec);
+  }
+  const x = lift(t, a);
+  const y = lift(t, b);
+  return opVar(t, N.tapeOp2(t.h, code, x._id, y._id), [x, y], spec);
+}
+
+function binary(name) {
+  let code = -1;
+  const spec = specOf(name);
+  return function (a, b) {
+    if (arguments.length !== 2) {
+      throw new Error(`${name}: takes exactly two operands, got ${arguments.length}. add and mul are the variadic ones.`);
+    }
+    if (code < 0) code = CODE[name];
+    return apply2(tapeFor(a, b), code, spec, a, b);
+  };
+}
+
+/** A binary op of fixed arity whose misuse is reported by the shape rule. */
+function pair(name) {
+  let code = -1;
+  const spec = specOf(name);
+  return (a, b) => {
+    if (code < 0) code = CODE[name];
+    return apply2(tapeFor(a, b), code, spec, a, b);
+  };
+}
+
+function variadic(name) {
+  let code = -1;
+  const spec = specOf(name);
+  return function (...xs) {
+    if (xs.length < 2) throw new Error(`${name}: needs at least two operands, got ${xs.length}`);
+    if (code < 0) code = CODE[name];
+    const t = tapeForAll(xs);
+    let acc = apply2(t, code, spec, xs[0], xs[1]);
+    for (let i = 2; i < xs.length; i++) acc = apply2(t, code, spec, acc, xs[i]);
+    return acc;
+  };
+}
+
+export const add = variadic('add');
+export const mul = variadic('mul');
+export const sub = binary('sub');
+export const div = binary('div');
+export const maximum = binary('maximum');
+export const minimum = binary('minimum');
+export const neg = unary('neg');
+export const exp = unary('exp');
+export const log = unary('log');
+export const sqrt = unary('sqrt');
+export const square = unary('square');
+export const tanh = unary('tanh');
+export const sigmoid = unary('sigmoid');
+export const relu = unary('relu');
+export const lgamma = unary('lgamma');
+export const sum = unary('sum');
+export const mean = unary('mean');
+export const transpose = unary('transpose');
+export const diagPart = unary('diagPart');
+export const cholesky = unary('cholesky');
+export const matmul = pair('matmul');
+export const dot = pair('dot');
+export const addDiag = pair('addDiag');
+export const solveGeneral = pair('solveGeneral');
+
+export function pow(a, k) {
+  if (typeof k !== 'number' || !Number.isFinite(k)) throw new Error(`pow: exponent must be a finite number; got ${k}`);
+  const t = tapeFor(a);
+  const x = lift(t, a);
+  return opVar(t, N.tapePow(t.h, x._id, k), [x], { op: 'pow', args: [k] });
+}
+
+export function trace(a) {
+  return sum(diagPart(a));
+}
+
+const dim = (v) => (typeof v === 'number' ? v : NaN);
+
+export function reshape(a, shape) {
+  const ok = Array.isArray(shape) && shape.length <= 2 && shape.every((d) => Number.isInteger(d) && d > 0);
+  if (!ok) throw new Error('reshape: shape must be up to two positive integers');
+  const t = tapeFor(a);
+  const x = lift(t, a);
+  const id = N.tapeReshape(t.h, x._id, shape.length, shape[0] ?? 0, shape[1] ?? 0);
+  return opVar(t, id, [x], { op: 'reshape', args: [[...shape]] });
+}
+
+/** An array's length and first two entries for the core (-1 and NaN where absent or not numbers). */
+function entries(list) {
+  if (!Array.isArray(list)) return [-1, NaN, NaN];
+  return [list.length, dim(list[0]), dim(list[1])];
+}
+
+export function slice(a, start, size) {
+  const t = tapeFor(a);
+  const x = lift(t, a);
+  const id = N.tapeSlice(t.h, x._id, ...entries(start), ...entries(size));
+  return opVar(t, id, [x], { op: 'slice', args: [[...start], [...size]] });
+}
+
+export function concat(parts, options = {}) {
+  if (!Array.isArray(parts) || parts.length === 0) throw new Error('concat: needs a non-empty array of parts');
+  const t = tapeForAll(parts);
+  const xs = parts.map((p) => lift(t, p));
+  const axis = options?.axis ?? 0;
+  const matrices = xs[0].shape.length === 2;
+  const id = N.tapeConcat(t.h, Uint32Array.from(xs, (x) => x._id), axis === 0 || axis === 1 ? axis : 2);
+  const spec = matrices ? { op: 'concat', args: [{ axis }], list: true } : { op: 'concat', list: true };
+  return opVar(t, id, xs, spec);
+}
+
+export function triangularSolve(T, B, { lower = true } = {}) {
+  const t = tapeFor(T, B);
+  const x = lift(t, T);
+  const y = lift(t, B);
+  const id = N.tapeTriangularSolve(t.h, x._id, y._id, !!lower);
+  return opVar(t, id, [x, y], { op: 'triangularSolve', args: [{ lower: !!lower }] });
+}
+
+export function logdetPSD(A) {
+  return mul(2, sum(log(diagPart(cholesky(A)))));
+}
+
+export function solvePSD(A, B) {
+  const L = cholesky(A);
+  return triangularSolve(transpose(L), triangularSolve(L, B, { lower: true }), { lower: false });
+}
+
+export function inv(A) {
+  const t = tapeFor(A);
+  const x = lift(t, A);
+  const s = x.shape;
+  if (s.length !== 2 || s[0] !== s[1]) throw new Error(`inv: needs a square matrix, got ${fmtShape(s)}`);
+  return solveGeneral(x, eye(s[0]));
+}

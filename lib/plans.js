@@ -1,0 +1,118 @@
+// Plans as data: a traced graph serialized in the plan schema (toJSON), and
+// a plan rebuilt from that JSON (compileFromJSON).
+
+import { N } from './binding.js';
+import { checkInputs } from './drivers.js';
+import { Replay, sigOfShape, signature } from './replay.js';
+
+export const HAND_BUILT =
+  "toJSON: this objective holds a node built outside this package's ops, which cannot be replayed or serialized.";
+
+/** The traced graph in the JavaScript version's plan schema (SPEC §8). */
+export function serialize({ params, P, ins, I, root }) {
+  const nodes = [];
+  const index = new Map();
+  P.vars.forEach((v, i) => {
+    index.set(v, nodes.length);
+    nodes.push(params.map ? { kind: 'param', name: params.keys[i], shape: [...v.shape] } : { kind: 'param', shape: [...v.shape] });
+  });
+  if (I) {
+    I.vars.forEach((v, i) => {
+      index.set(v, nodes.length);
+      nodes.push({ kind: 'input', name: ins.keys[i], shape: [...v.shape] });
+    });
+  }
+  // Depth-first post-order, a node's parents visited from the last to the first.
+  const stack = [[root, 0]];
+  const seen = new Set([root]);
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1];
+    const [v, visited] = top;
+    if (index.has(v)) {
+      stack.pop();
+      continue;
+    }
+    if (visited < v.parents.length) {
+      top[1]++;
+      const p = v.parents[v.parents.length - 1 - visited];
+      if (!seen.has(p)) {
+        seen.add(p);
+        stack.push([p, 0]);
+      }
+      continue;
+    }
+    stack.pop();
+    index.set(v, nodes.length);
+    if (v.parents.length === 0) {
+      nodes.push({ kind: 'const', shape: [...v.shape], data: Array.from(v.data) });
+    } else if (v._closure !== null || v.spec === null) {
+      throw new Error(HAND_BUILT);
+    } else {
+      const node = { kind: 'op', op: v.spec.op, parents: v.parents.map((p) => index.get(p)) };
+      if (v.spec.args) node.args = structuredClone(v.spec.args);
+      if (v.spec.list) node.list = true;
+      nodes.push(node);
+    }
+  }
+  return { version: 2, input: params.map ? 'map' : 'single', nodes, root: index.get(root) };
+}
+
+// ---------------------------------------------------------------- plans as data
+
+const notAPlan = () => new Error('compileFromJSON: not a serialized plan');
+
+/** JSON text for the core, with the numbers JSON cannot hold (NaN, ±Infinity, -0) as strings. */
+function planText(json) {
+  return JSON.stringify(json, (_, v) =>
+    typeof v === 'number' && (!Number.isFinite(v) || Object.is(v, -0)) ? (Object.is(v, -0) ? '-0' : String(v)) : v,
+  );
+}
+
+export function compileFromJSON(json) {
+  if (json === null || typeof json !== 'object' || !Array.isArray(json.nodes)) throw notAPlan();
+  let text;
+  try {
+    text = planText(json);
+  } catch (e) {
+    throw new Error(`compileFromJSON: not a serialized plan (${e.message})`);
+  }
+  const plan = N.planFromJson(text);
+  // Names and shapes from the very text the core checked, not from getters
+  // that might answer differently a second time.
+  json = JSON.parse(text);
+  const params = json.nodes.filter((n) => n.kind === 'param');
+  const inputs = json.nodes.filter((n) => n.kind === 'input');
+  const map = json.input === 'map' || (json.input === undefined && params.some((p) => typeof p.name === 'string'));
+  const keys = map ? params.map((p) => p.name) : null;
+  const shapes = params.map((p) => [...p.shape]);
+  const inputKeys = inputs.map((n) => n.name);
+  const replay = new Replay(plan, map, keys, shapes, inputKeys, inputs.map((n) => [...n.shape]), N.planRootShape(plan));
+  const named = (ks, ss) =>
+    ks
+      .map((k, i) => [k, ss[i]])
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, s]) => `${k}:${sigOfShape(s)}`)
+      .join(',');
+  let expected = map ? named(keys, shapes) : sigOfShape(shapes[0] ?? []);
+  if (inputs.length > 0) expected += `|${named(inputKeys, replay.inputShapes)}`;
+
+  const check = (x, ins) => {
+    if (ins !== undefined) checkInputs(ins, 'compileFromJSON');
+    const got = signature(x, ins);
+    if (got !== expected) {
+      throw new Error(
+        `compileFromJSON: this plan was built for arguments shaped ${expected}, got ${got}. ` +
+          'A rebuilt plan has no objective to re-trace, so it cannot adapt.',
+      );
+    }
+  };
+  const r = (x, ins) => {
+    check(x, ins);
+    return replay.run(x, ins, 'compileFromJSON');
+  };
+  r.value = (x, ins) => {
+    check(x, ins);
+    return replay.value(x, ins);
+  };
+  return r;
+}

@@ -1,0 +1,280 @@
+// The tape and the Var graph the user sees: native tapes by id, the tape an
+// op records on (the evaluation in progress, else an operand's, else the
+// shared ambient one), leaves and constants, and the reverse sweep.
+
+import { N } from './binding.js';
+import { copyInto, isRow, isTensor, shapeOf, sizeOf } from './forms.js';
+
+export const CONST = 0;
+export const LEAF = 1;
+export const INPUT = 2;
+/**
+ * Outside any evaluation, ops record on the tape of their Var operands, and
+ * new leaves on a shared tape. Once that holds this many nodes or values,
+ * the next leaf starts a fresh one (the old one is freed when no Var holds
+ * it): a graph under construction never straddles two tapes.
+ */
+const AMBIENT_NODES = 1 << 15;
+const AMBIENT_VALUES = 1 << 22;
+
+// ---------------------------------------------------------------- the tape
+
+/** Frees the native tape of a Tape the garbage collector has taken. */
+const tapeFinalizer = new FinalizationRegistry((id) => N.tapeFree(id));
+
+/**
+ * One native tape (by id): the graph of an evaluation. A tape made for a
+ * single evaluation is retired when it ends and its memory reused by the
+ * next; any other is freed when no Var holds it.
+ */
+class Tape {
+  constructor(id = N.tapeNew(), finalize = true) {
+    this.h = id;
+    this.live = true;
+    this.nodes = 0;
+    /** Hand-built nodes by id, whose closures the reverse sweep calls. */
+    this.externals = null;
+    /** Counts sweeps, so a Var knows whether its cached grad is current. */
+    this.sweeps = 0;
+    if (finalize) tapeFinalizer.register(this, id, this);
+  }
+}
+
+/** Native tapes of finished evaluations, emptied and ready for the next. */
+const spareTapes = [];
+
+/** A tape for one evaluation, which `retire` must end (`kept` ones are freed by the GC). */
+export function evaluationTape(kept) {
+  return new Tape(spareTapes.pop(), kept);
+}
+
+export function retire(t) {
+  t.live = false;
+  N.tapeReset(t.h);
+  if (spareTapes.length < 4) spareTapes.push(t.h);
+  else N.tapeFree(t.h);
+}
+
+/** A node's value, copied by Rust into a Float64Array allocated here. */
+function nodeValue(t, id, shape) {
+  const out = new Float64Array(sizeOf(shape));
+  N.tapeValue(t.h, id, out);
+  return out;
+}
+
+/** A node's adjoint in a fresh Float64Array, or null when the last sweep gave it none. */
+export function nodeAdjoint(t, id, shape) {
+  const out = new Float64Array(sizeOf(shape));
+  return N.tapeAdjoint(t.h, id, out) ? out : null;
+}
+
+function tapeOf(v) {
+  if (!v._tape.live) {
+    throw new Error('this Var belongs to an evaluation that has finished; read its value inside the objective');
+  }
+  return v._tape;
+}
+
+export let current = null;
+let ambient = null;
+
+/** Enter (or leave, with the previous value) an evaluation: ops then record on its tape. */
+export function setCurrent(t) {
+  current = t;
+}
+
+/** The tape an op records on: the evaluation in progress, else its first live Var operand's. */
+export function tapeFor(a, b) {
+  if (current !== null) return current;
+  if (a instanceof Var && a._tape.live) return a._tape;
+  if (b instanceof Var && b._tape.live) return b._tape;
+  return ambient ?? leafTape();
+}
+
+export function tapeForAll(xs) {
+  if (current !== null) return current;
+  const v = xs.find((x) => x instanceof Var && x._tape.live);
+  return v ? v._tape : (ambient ?? leafTape());
+}
+
+/** The tape a new leaf records on: the evaluation in progress, else the shared one, renewed when full. */
+function leafTape() {
+  if (current !== null) return current;
+  if (ambient === null || ambient.nodes >= AMBIENT_NODES || N.tapeSize(ambient.h) >= AMBIENT_VALUES) ambient = new Tape();
+  return ambient;
+}
+
+const BUILD = Symbol('internal');
+
+export class Var {
+  constructor(value, parents = [], backward = null, recompute = null, spec = null) {
+    this.parents = parents;
+    this.spec = spec;
+    this._tape = null;
+    this._id = 0;
+    this._value = null;
+    this._shape = null;
+    this._closure = null;
+    this._grad = null;
+    this._gradSweep = -1;
+    if (value === BUILD) return;
+    // Built by hand: a leaf, or a node with a JavaScript backward closure.
+    const t = parents.length === 0 ? leafTape() : tapeForAll(parents);
+    const v = asTensor(value);
+    this._tape = t;
+    this._value = v;
+    this._shape = v.shape;
+    if (parents.length === 0) {
+      this._id = pushLeaf(t, LEAF, v);
+      return;
+    }
+    this.parents = parents.map((p) => lift(t, p));
+    const ids = Uint32Array.from(this.parents, (p) => p._id);
+    const s = v.shape;
+    this._id = N.tapeExternal(t.h, v.data, s.length, s[0] ?? 0, s[1] ?? 0, ids);
+    this._closure = typeof backward === 'function' ? backward : () => [];
+    (t.externals ??= new Map()).set(this._id, this);
+    t.nodes++;
+  }
+
+  get value() {
+    if (this._value === null) this._value = { data: nodeValue(tapeOf(this), this._id, this.shape), shape: this.shape };
+    return this._value;
+  }
+
+  get data() {
+    return this.value.data;
+  }
+
+  get shape() {
+    if (this._shape === null) this._shape = N.tapeShape(tapeOf(this).h, this._id);
+    return this._shape;
+  }
+
+  get isScalar() {
+    return this.shape.length === 0;
+  }
+
+  get grad() {
+    const t = tapeOf(this);
+    if (t.sweeps === 0) return null;
+    if (this._gradSweep !== t.sweeps) {
+      this._grad = nodeAdjoint(t, this._id, this.shape);
+      this._gradSweep = t.sweeps;
+    }
+    return this._grad;
+  }
+
+  backward(seed) {
+    sweep(tapeOf(this), this._id, seed === undefined ? null : asTensor(seed, 'seed').data);
+  }
+}
+
+function pushLeaf(t, kind, v) {
+  const s = v.shape;
+  t.nodes++;
+  if (s.length === 0 && v.data.length === 1) return N.tapeNumber(t.h, kind, v.data[0]);
+  return N.tapeLeaf(t.h, kind, v.data, s.length, s[0] ?? 0, s[1] ?? 0);
+}
+
+export function leafVar(t, kind, v) {
+  const x = new Var(BUILD, [], null, null, null);
+  x._tape = t;
+  x._value = v;
+  x._shape = v.shape;
+  x._id = pushLeaf(t, kind, v);
+  return x;
+}
+
+/** The Var of a number constant already recorded as node `id`. */
+export function numberVar(t, id) {
+  const v = new Var(BUILD, [], null, null, null);
+  v._tape = t;
+  v._shape = [];
+  v._id = id;
+  t.nodes++;
+  return v;
+}
+
+/**
+ * Arrays an objective captures (a design matrix, observations) are converted
+ * once and kept here. Each later use reads the array again and compares,
+ * which costs about a third less than converting it anew, so an array edited
+ * in place is still noticed. Small arrays are simply converted.
+ */
+const converted = new WeakMap();
+const CACHE_FROM = 64;
+
+function sameContents(x, data) {
+  if (!isRow(x[0])) {
+    for (let i = 0; i < x.length; i++) if (x[i] !== data[i]) return false;
+    return true;
+  }
+  const n = x[0].length;
+  for (let i = 0, k = 0; i < x.length; i++) {
+    const row = x[i];
+    if (row.length !== n) return false;
+    for (let j = 0; j < n; j++, k++) if (row[j] !== data[k]) return false;
+  }
+  return true;
+}
+
+/** `x` as a Var on tape `t`: a Var of another tape, or a plain value, becomes a constant. */
+export function lift(t, x, name) {
+  if (x instanceof Var) return x._tape === t ? x : leafVar(t, CONST, x.value);
+  if (typeof x === 'number') return numberVar(t, N.tapeNumber(t.h, CONST, x));
+  if (!Array.isArray(x)) return leafVar(t, CONST, asTensor(x, name));
+  const shape = shapeOf(x, name);
+  const n = sizeOf(shape);
+  let data = n >= CACHE_FROM ? converted.get(x) : undefined;
+  if (data === undefined || data.length !== n || !sameContents(x, data)) {
+    data = new Float64Array(n);
+    copyInto(x, data, 0, name);
+    if (n >= CACHE_FROM) converted.set(x, data);
+  }
+  return leafVar(t, CONST, { data, shape });
+}
+
+export function opVar(t, id, parents, spec) {
+  const v = new Var(BUILD, parents, null, null, spec);
+  v._tape = t;
+  v._id = id;
+  t.nodes++;
+  return v;
+}
+
+/** A contribution returned by a hand-built node's closure, as a Float64Array. */
+function contribution(c) {
+  if (typeof c === 'number') return Float64Array.of(c);
+  if (c instanceof Var) return c.data;
+  return asTensor(c, 'contribution').data;
+}
+
+/** Run a reverse sweep on `t` from node `id`, calling hand-built closures on the way. */
+export function sweep(t, id, seed) {
+  t.sweeps++;
+  let ext = N.tapeBackward(t.h, id, seed);
+  while (ext >= 0) {
+    const node = t.externals.get(ext);
+    const parts = node._closure(nodeAdjoint(t, ext, node.shape)) ?? [];
+    for (let k = 0; k < node.parents.length; k++) {
+      if (parts[k] != null) N.tapeAccumulate(t.h, node.parents[k]._id, contribution(parts[k]));
+    }
+    ext = N.tapeResume(t.h);
+  }
+}
+
+/** Any of the value forms as a tensor. Here rather than in forms.js because it unwraps a Var. */
+export function asTensor(x, name = 'value') {
+  if (x instanceof Var) return x.value;
+  if (isTensor(x)) return x;
+  if (x instanceof Float64Array) return { data: x, shape: [x.length] };
+  const shape = shapeOf(x, name);
+  const data = new Float64Array(sizeOf(shape));
+  copyInto(x, data, 0, name);
+  return { data, shape };
+}
+
+export function variable(x, name = 'value') {
+  return leafVar(leafTape(), LEAF, asTensor(x, name));
+}
