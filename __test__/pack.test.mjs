@@ -135,6 +135,7 @@ test('the tarball holds the loader, typings, binary, sources and install script,
   for (const f of [
     'package.json', 'README.md', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts', builtBinary(),
     'npm/install.mjs', 'Cargo.toml', 'Cargo.lock', 'build.rs', 'src/lib.rs', 'benches/replay.rs',
+    'browser.js', 'lib/api.js', 'lib/wasm.js', 'lib/grad.wasm.js',
   ]) {
     assert.ok(packedFiles.includes(f), `${f} is not in the tarball: ${packedFiles.join(', ')}`);
   }
@@ -142,7 +143,11 @@ test('the tarball holds the loader, typings, binary, sources and install script,
   assert.deepEqual(stray, []);
   assert.ok(!packedFiles.includes('npm/artifacts.mjs') && !packedFiles.some((f) => /^npm\/[^/]+\//.test(f)), 'per-platform packages stay out');
   assert.equal(pkg.scripts.install, 'node npm/install.mjs');
-  assert.equal(pkg.scripts.prepack, 'npm run build', 'prepack must build the loader binding.js that the tarball ships');
+  assert.equal(
+    pkg.scripts.prepack,
+    'npm run build && npm run build:wasm',
+    'prepack must build the loader binding.js and the WebAssembly core that the tarball ships',
+  );
 });
 
 test('index.d.ts declares exactly the runtime exports', () => {
@@ -224,7 +229,10 @@ test('without a usable prebuilt binary, the install script builds from source wi
   checkConsumer(dir);
 });
 
-test('install.mjs fails with a pointer to rustup when cargo is missing', () => {
+// The install script is an optional speed-up (issue 10): without cargo it
+// says how to get the native addon and succeeds, since the package then runs
+// on its WebAssembly build.
+test('install.mjs points to rustup and still succeeds when cargo is missing', () => {
   const dir = join(work, 'prebuilt', 'node_modules', '@tangent.to', 'grad');
   assert.ok(existsSync(dir), 'the prebuilt consumer project is needed');
   const r = spawnSync(process.execPath, [join(dir, 'npm', 'install.mjs')], {
@@ -232,6 +240,7 @@ test('install.mjs fails with a pointer to rustup when cargo is missing', () => {
     encoding: 'utf8',
     env: cleanEnv({ TANGENT_GRAD_BUILD_FROM_SOURCE: '1', CARGO: join(work, 'no-such-cargo') }),
   });
-  assert.equal(r.status, 1, r.stderr);
+  assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, /Install Rust from https:\/\/rustup\.rs/);
+  assert.match(r.stderr, /WebAssembly build/);
 });

@@ -2,7 +2,8 @@
 //
 // In a development checkout (this directory is not inside node_modules) it
 // always builds the addon from source in release mode with `npm run build`
-// (napi build, which also writes the loader binding.js and binding.d.ts).
+// (napi build, which also writes the loader binding.js and binding.d.ts),
+// and the WebAssembly core with `npm run build:wasm`.
 //
 // Installed as a dependency, it first asks the generated loader whether a
 // prebuilt binary loads here: `grad.<platform>.node` beside binding.js (the
@@ -12,6 +13,8 @@
 // `grad.<platform>.node`, where the shipped loader looks first. It calls cargo
 // directly rather than `napi build`, so consumers never download @napi-rs/cli
 // (~80 MB with its dependencies) only to rebuild a loader the tarball ships.
+// None of this is required: where it fails, the package runs on the
+// WebAssembly build the tarball carries, and the install still succeeds.
 //
 // Environment:
 //   TANGENT_GRAD_BUILD_FROM_SOURCE=1   build from source even if a binary loads
@@ -31,11 +34,11 @@ const fail = (msg) => {
   process.exit(1);
 };
 
-/** Run a command with inherited output; exits on failure. */
-function run(cmd, args, options = {}) {
+/** Run a command with inherited output; on failure, `onFail` with the reason. */
+function run(cmd, args, options = {}, onFail = fail) {
   const r = spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...options });
-  if (r.error) fail(`could not run ${cmd}: ${r.error.message}`);
-  if (r.status !== 0) fail(`${[cmd, ...args].join(' ')} failed (exit ${r.status ?? r.signal})`);
+  if (r.error) onFail(`could not run ${cmd}: ${r.error.message}`);
+  if (r.status !== 0) onFail(`${[cmd, ...args].join(' ')} failed (exit ${r.status ?? r.signal})`);
 }
 
 // ---------------------------------------------------------------- development checkout
@@ -46,11 +49,25 @@ if (!insideNodeModules) {
   if (!existsSync(join(root, 'node_modules', '@napi-rs', 'cli'))) {
     fail('this is a development checkout without its devDependencies; run `npm install` (not --omit=dev).');
   }
-  say('development checkout: building the addon from source (release)');
+  say('development checkout: building the addon and the WebAssembly core from source (release)');
   const npm = process.env.npm_execpath;
-  if (npm && /\.(c|m)?js$/.test(npm)) run(process.execPath, [npm, 'run', 'build']);
-  else run('npm', ['run', 'build'], { shell: process.platform === 'win32' });
+  for (const script of ['build', 'build:wasm']) {
+    if (npm && /\.(c|m)?js$/.test(npm)) run(process.execPath, [npm, 'run', script]);
+    else run('npm', ['run', script], { shell: process.platform === 'win32' });
+  }
   process.exit(0);
+}
+
+// ---------------------------------------------------------------- installed as a dependency
+//
+// From here on the script is an optional speed-up: without a native addon
+// the package runs on its WebAssembly build, so nothing here fails the
+// install. It says what happened and exits 0.
+
+const consumerFail = (msg) => {
+  say(`${msg}\nThe package will use its WebAssembly build, which needs no install step.`);
+  process.exit(0);
+};
 }
 
 // ---------------------------------------------------------------- installed as a dependency
@@ -85,7 +102,7 @@ function platformName() {
 }
 
 const loader = join(root, 'binding.js');
-if (!existsSync(loader)) fail('binding.js is missing from this package; it is generated at pack time. Reinstall the package.');
+if (!existsSync(loader)) consumerFail('binding.js is missing from this package; it is generated at pack time. Reinstall the package.');
 
 /** Whether the loader finds a working binary, checked in a fresh process: { ok, why }. */
 function bindingLoads() {
@@ -107,7 +124,7 @@ say(
 const cargo = process.env.CARGO ?? 'cargo';
 const probe = spawnSync(cargo, ['--version'], { encoding: 'utf8' });
 if (probe.error || probe.status !== 0) {
-  fail(
+  consumerFail(
     `building from source needs Rust's cargo, which was not found. ` +
       `Install Rust from https://rustup.rs (then open a new shell) and reinstall @tangent.to/grad.`,
   );
@@ -120,7 +137,7 @@ const env = { ...process.env, CARGO_TARGET_DIR: targetDir };
 if (name.includes('musl')) env.RUSTFLAGS = `${env.RUSTFLAGS ?? ''} -C target-feature=-crt-static`.trim();
 
 try {
-  run(cargo, ['build', '--release', '--lib', '--features', 'node', '--locked'], { env });
+  run(cargo, ['build', '--release', '--lib', '--features', 'node', '--locked'], { env }, consumerFail);
   const lib =
     process.platform === 'win32'
       ? 'tangent_grad.dll'
@@ -128,11 +145,11 @@ try {
         ? 'libtangent_grad.dylib'
         : 'libtangent_grad.so';
   const built = join(targetDir, 'release', lib);
-  if (!existsSync(built)) fail(`cargo finished but ${built} is not there`);
+  if (!existsSync(built)) consumerFail(`cargo finished but ${built} is not there`);
   const dest = join(root, `grad.${name}.node`);
   copyFileSync(built, dest);
   const check = bindingLoads();
-  if (!check.ok) fail(`built ${dest}, but it does not load:\n${check.why}`);
+  if (!check.ok) consumerFail(`built ${dest}, but it does not load:\n${check.why}`);
   say(`built ${dest}`);
 } finally {
   if (ownTarget) rmSync(ownTarget, { recursive: true, force: true });

@@ -6,6 +6,7 @@ pub mod graph;
 pub mod json;
 pub mod kernels;
 pub mod linalg;
+pub mod math;
 pub mod op;
 pub mod plan;
 pub mod shape;

@@ -8,6 +8,7 @@
 //! `digamma` uses upward recurrence to x >= 6 followed by the asymptotic
 //! (Bernoulli) series, and the reflection formula for negative arguments.
 
+use super::math::{cos, ln, ln_1p, sin};
 use std::f64::consts::PI;
 
 /// Lanczos coefficients for g = 7, n = 9.
@@ -83,11 +84,11 @@ fn sin_pi(x: f64) -> f64 {
     }
     // r in [-1, 1]
     if r > 0.5 {
-        (PI * (1.0 - r)).sin()
+        sin(PI * (1.0 - r))
     } else if r < -0.5 {
-        -(PI * (1.0 + r)).sin()
+        -sin(PI * (1.0 + r))
     } else {
-        (PI * r).sin()
+        sin(PI * r)
     }
 }
 
@@ -96,7 +97,7 @@ fn pi_cot_pi(x: f64) -> f64 {
     // tan has period π, so reduce x to r in [-1/2, 1/2] exactly.
     let r = x - x.round();
     let a = PI * r;
-    PI * a.cos() / a.sin()
+    PI * cos(a) / sin(a)
 }
 
 /// Lanczos log Γ(x) for x >= 0.5.
@@ -109,7 +110,7 @@ fn lgamma_lanczos(x: f64) -> f64 {
     // t = z + g + 1/2;  (z + 1/2) ln t - t == (z + 1/2)(ln t - 1) - g,
     // written this way so that huge x does not overflow early.
     let t = z + LANCZOS_G + 0.5;
-    HALF_LN_2PI + (z + 0.5) * (t.ln() - 1.0) - LANCZOS_G + sum.ln()
+    HALF_LN_2PI + (z + 0.5) * (ln(t) - 1.0) - LANCZOS_G + ln(sum)
 }
 
 /// log Γ(x) for x >= 0.5.
@@ -124,7 +125,7 @@ fn lgamma_pos(x: f64) -> f64 {
     let z2 = x - 2.0;
     if z2.abs() <= SERIES_RADIUS {
         // log Γ(2 + z) = log Γ(1 + z) + log(1 + z)
-        return lgamma1p_series(z2) + z2.ln_1p();
+        return lgamma1p_series(z2) + ln_1p(z2);
     }
     lgamma_lanczos(x)
 }
@@ -145,12 +146,12 @@ pub fn lgamma(x: f64) -> f64 {
     if x.abs() < 1e-17 {
         // Γ(x) = 1/x - γ + O(x): log|Γ(x)| = -log|x| - γ x + O(x²).
         // (Avoids π / sin(π x) overflowing for subnormal x.)
-        return -x.abs().ln() - EULER_GAMMA * x;
+        return -ln(x.abs()) - EULER_GAMMA * x;
     }
     if x < 0.5 {
         // Reflection: Γ(x) Γ(1 - x) = π / sin(π x)
         let s = sin_pi(x).abs();
-        return (PI / s).ln() - lgamma_pos(1.0 - x);
+        return ln(PI / s) - lgamma_pos(1.0 - x);
     }
     lgamma_pos(x)
 }
@@ -176,7 +177,7 @@ fn digamma_asymptotic(x: f64) -> f64 {
     for &c in DIGAMMA_ASYMPTOTIC.iter().rev() {
         acc = acc * u + c;
     }
-    x.ln() - 0.5 / x - u * acc
+    ln(x) - 0.5 / x - u * acc
 }
 
 /// ψ(x) = d/dx lgamma(x). Non-positive integers (and -Infinity): NaN.

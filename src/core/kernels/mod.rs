@@ -9,6 +9,7 @@ use super::error::Result;
 use super::fastmath;
 use super::graph::Node;
 use super::linalg;
+use super::math;
 use super::op::{broadcast, Op};
 use super::shape::Shape;
 use super::special;
@@ -63,17 +64,17 @@ pub fn forward(op: Op, p: &Inputs, out: &mut [f64], aux: &mut [f64]) -> Result<(
             }
         }
         Op::Neg => ew::unary(v(0), out, |x| -x),
-        Op::Exp => ew::unary(v(0), out, f64::exp),
-        Op::Log => ew::unary(v(0), out, f64::ln),
+        Op::Exp => ew::unary(v(0), out, math::exp),
+        Op::Log => ew::unary(v(0), out, math::ln),
         Op::Sqrt => ew::unary(v(0), out, f64::sqrt),
         Op::Square => ew::unary(v(0), out, |x| x * x),
         Op::Tanh => fastmath::tanh_slice(v(0), out),
-        Op::Sigmoid => ew::unary(v(0), out, |x| 1.0 / (1.0 + (-x).exp())),
+        Op::Sigmoid => ew::unary(v(0), out, |x| 1.0 / (1.0 + math::exp(-x))),
         Op::Relu => ew::unary(v(0), out, ew::relu),
         Op::Lgamma => ew::unary(v(0), out, special::lgamma),
         Op::Pow(k) => {
             let k = k.get();
-            ew::unary(v(0), out, |x| x.powf(k))
+            ew::unary(v(0), out, |x| math::pow(x, k))
         }
         Op::Sum => out[0] = matrix::sum(v(0)),
         Op::Mean => out[0] = matrix::sum(v(0)) / v(0).len() as f64,
@@ -184,7 +185,7 @@ pub fn adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [
         Op::Lgamma => ew::unary_adjoint(v(0), out, g, d, |x, _, g| g * special::digamma(x)),
         Op::Pow(e) => {
             let k = e.get();
-            ew::unary_adjoint(v(0), out, g, d, |x, _, g| g * k * x.powf(k - 1.0))
+            ew::unary_adjoint(v(0), out, g, d, |x, _, g| g * k * math::pow(x, k - 1.0))
         }
         Op::Sum => d.iter_mut().for_each(|di| *di += g[0]),
         Op::Mean => {

@@ -1,0 +1,275 @@
+// The WebAssembly binding: the functions the napi addon exports (binding.js),
+// with the same arguments and results, over the C-ABI exports of src/wasm.rs.
+// Arrays cross by being written straight into scratch buffers in wasm
+// memory, so a call is one ordinary wasm call (no glue, no emulated napi).
+
+import wasmBase64 from './grad.wasm.js';
+
+/** The module's bytes, carried inline so bundlers and CDNs need no loader. */
+function wasmBytes() {
+  const text = atob(wasmBase64);
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  return bytes;
+}
+
+const SLOTS = 4;
+/** The elementary functions the core takes from its host (src/core/math.rs). */
+const MATH = {
+  js_exp: Math.exp,
+  js_log: Math.log,
+  js_log1p: Math.log1p,
+  js_sin: Math.sin,
+  js_cos: Math.cos,
+  js_pow: Math.pow,
+};
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Instantiate the core and return its binding. */
+export async function loadWasm(bytes = wasmBytes()) {
+  const module = await WebAssembly.compile(bytes);
+  let X; // the instance's exports
+  let memory;
+  let f64, i32, u32, u8; // views of memory, renewed when it grows
+  const cap = new Float64Array(SLOTS); // bytes each scratch buffer holds
+  const at = new Float64Array(SLOTS); // and where it is
+
+  function start() {
+    X = new WebAssembly.Instance(module, { math: MATH }).exports;
+    memory = X.memory;
+    X.init();
+    cap.fill(0);
+    for (let s = 0; s < SLOTS; s++) reserve(s, 256);
+  }
+
+  function heap() {
+    if (f64 === undefined || f64.buffer !== memory.buffer) {
+      const b = memory.buffer;
+      f64 = new Float64Array(b);
+      i32 = new Int32Array(b);
+      u32 = new Uint32Array(b);
+      u8 = new Uint8Array(b);
+    }
+  }
+
+  /** Grow scratch buffer `s` to `bytes`; may grow memory, so views are taken after. */
+  function reserve(s, bytes) {
+    if (bytes > cap[s]) {
+      const want = Math.max(bytes, 2 * cap[s]);
+      at[s] = X.scratch(s, want);
+      cap[s] = want;
+    }
+    return at[s];
+  }
+
+  function text() {
+    heap();
+    const p = X.text_ptr();
+    return decoder.decode(u8.subarray(p, p + X.text_len()));
+  }
+
+  function raise() {
+    X.failed();
+    throw new Error(text());
+  }
+
+  /** A trap is a Rust panic (a bug): report it, and start a fresh instance,
+   * since the trapped one may be left mid-update. */
+  function internal(e) {
+    if (!(e instanceof WebAssembly.RuntimeError)) return e;
+    const said = text();
+    start();
+    const why = said.startsWith('internal error') ? said : `internal error: ${e.message}`;
+    return new Error(`@tangent.to/grad (WebAssembly): ${why}; its tapes and plans were reset`);
+  }
+
+  const put64 = (s, data) => {
+    const p = reserve(s, data.length * 8);
+    heap();
+    f64.set(data, p >>> 3);
+    return data.length;
+  };
+  const putU32 = (s, ids) => {
+    const p = reserve(s, ids.length * 4);
+    heap();
+    u32.set(ids, p >>> 2);
+    return ids.length;
+  };
+  const putText = (s, str) => {
+    let p = reserve(s, str.length);
+    heap();
+    let r = encoder.encodeInto(str, u8.subarray(p, p + str.length));
+    if (r.read < str.length) {
+      p = reserve(s, 3 * str.length);
+      heap();
+      r = encoder.encodeInto(str, u8.subarray(p, p + 3 * str.length));
+    }
+    return r.written;
+  };
+  const get64 = (s, out) => {
+    heap();
+    const p = at[s] >>> 3;
+    out.set(f64.subarray(p, p + out.length));
+  };
+  const dims = (rank) => {
+    if (rank < 0) raise();
+    heap();
+    const p = at[0] >>> 3;
+    return rank === 0 ? [] : rank === 1 ? [f64[p]] : [f64[p], f64[p + 1]];
+  };
+  const id = (r) => (r < 0 ? raise() : r);
+
+  const plans = new FinalizationRegistry((p) => X.plan_free(p));
+  const plan = (p) => {
+    if (p < 0) raise();
+    const handle = { p };
+    plans.register(handle, p);
+    return handle;
+  };
+
+  /** Arguments to scratch 0 and their offsets to scratch 1, as plan_run reads them. */
+  function feed(flat, views, layout) {
+    let total = flat.length;
+    for (let j = 0; j < views.length; j++) total += views[j].length;
+    return [total, layout.length];
+  }
+  function writeFeed(flat, views, layout) {
+    const p0 = at[0] >>> 3;
+    const p1 = at[1] >>> 2;
+    f64.set(flat, p0);
+    for (let i = 0; i < layout.length; i++) {
+      const a = layout[i];
+      if (a >= 0) {
+        i32[p1 + i] = a;
+      } else {
+        const j = -a - 1;
+        let off = flat.length;
+        for (let k = 0; k < j; k++) off += views[k].length;
+        f64.set(views[j], p0 + off);
+        i32[p1 + i] = off;
+      }
+    }
+  }
+
+  start();
+
+  const binding = {
+    opCodes() {
+      X.op_codes();
+      return text().split(',');
+    },
+    tapeNew: () => X.tape_new(),
+    tapeFree: (t) => X.tape_free(t),
+    tapeLeaf: (t, kind, data, rank, d0, d1) => id(X.tape_leaf(t, kind, put64(0, data), rank, d0, d1)),
+    tapeNumber: (t, kind, x) => id(X.tape_number(t, kind, x)),
+    tapeOp1: (t, code, a) => id(X.tape_op1(t, code, a)),
+    tapeOp2: (t, code, a, b) => id(X.tape_op2(t, code, a, b)),
+    tapeOp2Number: (t, code, a, x, left) => id(X.tape_op2_number(t, code, a, x, left)),
+    tapeReset: (t) => id(X.tape_reset(t)),
+    tapePow: (t, a, k) => id(X.tape_pow(t, a, k)),
+    tapeReshape: (t, a, rank, d0, d1) => id(X.tape_reshape(t, a, rank, d0, d1)),
+    tapeSlice: (t, a, n, s0, s1, m, z0, z1) => id(X.tape_slice(t, a, n, s0, s1, m, z0, z1)),
+    tapeConcat: (t, parts, axis) => id(X.tape_concat(t, putU32(0, parts), axis)),
+    tapeTriangularSolve: (t, a, b, lower) => id(X.tape_triangular_solve(t, a, b, lower)),
+    tapeExternal(t, data, rank, d0, d1, parents) {
+      const n = put64(0, data);
+      return id(X.tape_external(t, n, rank, d0, d1, putU32(1, parents)));
+    },
+    tapeSize(t) {
+      const n = X.tape_size(t);
+      return n !== n ? raise() : n;
+    },
+    tapeShape: (t, node) => dims(X.tape_shape(t, node)),
+    tapeValue(t, node, out) {
+      reserve(0, out.length * 8);
+      id(X.tape_value(t, node, out.length));
+      get64(0, out);
+    },
+    tapeBackward(t, root, seed) {
+      const seeded = seed != null;
+      const r = X.tape_backward(t, root, seeded, seeded ? put64(0, seed) : 0);
+      return r !== r ? raise() : r;
+    },
+    tapeResume(t) {
+      const r = X.tape_resume(t);
+      return r !== r ? raise() : r;
+    },
+    tapeAdjoint(t, node, out) {
+      reserve(0, out.length * 8);
+      const has = id(X.tape_adjoint(t, node, out.length));
+      if (has) get64(0, out);
+      return has === 1;
+    },
+    tapeAccumulate: (t, node, c) => id(X.tape_accumulate(t, node, put64(0, c))),
+    tapeGradients(t, root, swept, where, leaves, out) {
+      const w = putText(0, where);
+      const n = putU32(1, leaves);
+      reserve(2, out.length * 8);
+      const value = X.tape_gradients(t, root, swept, w, n, out.length);
+      if (value !== value && X.failed()) raise();
+      get64(2, out);
+      return value;
+    },
+    planBuild(t, root, params, inputs) {
+      const n = putU32(0, params);
+      return plan(X.plan_build(t, root, n, putU32(1, inputs)));
+    },
+    planFromJson: (json) => plan(X.plan_from_json(putText(0, json))),
+    planRun(h, flat, views, layout, gradFlat, gradViews, gradLayout) {
+      const [total, slots] = feed(flat, views, layout);
+      const [gradTotal, params] = feed(gradFlat, gradViews, gradLayout);
+      reserve(0, total * 8);
+      reserve(1, slots * 4);
+      reserve(2, gradTotal * 8);
+      reserve(3, params * 4);
+      heap();
+      writeFeed(flat, views, layout);
+      const p3 = at[3] >>> 2;
+      for (let i = 0; i < params; i++) {
+        const a = gradLayout[i];
+        let off = a;
+        if (a < 0) {
+          off = gradFlat.length;
+          for (let k = 0; k < -a - 1; k++) off += gradViews[k].length;
+        }
+        i32[p3 + i] = off;
+      }
+      const value = X.plan_run(h.p, total, slots, gradTotal, params);
+      if (value !== value && X.failed()) raise();
+      heap();
+      const p2 = at[2] >>> 3;
+      gradFlat.set(f64.subarray(p2, p2 + gradFlat.length));
+      let off = p2 + gradFlat.length;
+      for (let j = 0; j < gradViews.length; j++) {
+        const g = gradViews[j];
+        g.set(f64.subarray(off, off + g.length));
+        off += g.length;
+      }
+      return value;
+    },
+    planForward(h, flat, views, layout, out) {
+      const [total, slots] = feed(flat, views, layout);
+      reserve(0, total * 8);
+      reserve(1, slots * 4);
+      reserve(2, out.length * 8);
+      heap();
+      writeFeed(flat, views, layout);
+      id(X.plan_forward(h.p, total, slots, out.length));
+      get64(2, out);
+    },
+    planRootShape: (h) => dims(X.plan_root_shape(h.p)),
+  };
+
+  // Every call turns a trap into an Error and recovers; a plain throw passes through.
+  for (const [name, f] of Object.entries(binding)) {
+    binding[name] = function (a, b, c, d, e, g, h, k) {
+      try {
+        return f(a, b, c, d, e, g, h, k);
+      } catch (err) {
+        throw internal(err);
+      }
+    };
+  }
+  return binding;
+}

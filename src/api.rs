@@ -1,0 +1,317 @@
+//! What the two bindings (napi in `binding.rs`, WebAssembly in `wasm.rs`)
+//! expose, in plain Rust types: tapes named by id, ops named by code, plans.
+//! Each binding only converts its own argument and error types and calls
+//! these, so both builds run the same code for every call.
+
+use crate::core::error::{js_number, Error, Result};
+use crate::core::json;
+use crate::core::op::{slice_op, Exponent, Op};
+use crate::core::plan::Plan;
+use crate::core::shape::Shape;
+use crate::core::tape::Tape;
+use crate::fail;
+use std::cell::RefCell;
+
+/// A shape from its rank and first two dimensions, as JavaScript passes it.
+pub fn shape(rank: u32, d0: f64, d1: f64) -> Result<Shape> {
+    let dim = |d: f64| -> Result<usize> {
+        if d >= 0.0 && d.fract() == 0.0 && d <= usize::MAX as f64 {
+            Ok(d as usize)
+        } else {
+            fail!("shape entries must be non-negative integers, got {d}")
+        }
+    };
+    let dims = match rank {
+        0 => vec![],
+        1 => vec![dim(d0)?],
+        2 => vec![dim(d0)?, dim(d1)?],
+        _ => return fail!("rank is capped at 2"),
+    };
+    Shape::from_dims(&dims).ok_or_else(|| {
+        let list = dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
+        Error(format!("shape [{list}] is too large"))
+    })
+}
+
+/// Ops without static arguments, numbered by their position here; JavaScript
+/// reads this list once to learn the codes.
+pub const CODED_OPS: [&str; 24] = [
+    "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "sqrt", "square", "tanh", "sigmoid",
+    "relu", "lgamma", "sum", "mean", "matmul", "dot", "transpose", "diagPart", "addDiag", "cholesky", "solveGeneral",
+];
+
+fn coded(code: u32) -> Result<Op> {
+    match CODED_OPS.get(code as usize).and_then(|name| Op::simple(name)) {
+        Some(op) => Ok(op),
+        None => fail!("unknown op code {code}"),
+    }
+}
+
+/// Leaf kinds as JavaScript numbers them.
+fn leaf_op(kind: u32) -> Op {
+    match kind {
+        0 => Op::Const,
+        1 => Op::Leaf,
+        _ => Op::Input,
+    }
+}
+
+thread_local! {
+    /// The tapes of this thread (each Node environment runs on its own
+    /// thread), by id. Ops name their tape by a number: unwrapping an
+    /// external on every call cost more than the op itself.
+    static TAPES: RefCell<Vec<Option<Tape>>> = const { RefCell::new(Vec::new()) };
+}
+
+fn with_tape<R>(id: u32, f: impl FnOnce(&mut Tape) -> Result<R>) -> Result<R> {
+    TAPES.with(|tapes| match tapes.borrow_mut().get_mut(id as usize).and_then(Option::as_mut) {
+        Some(tape) => f(tape),
+        None => fail!("tape {id} does not exist"),
+    })
+}
+
+pub fn tape_new() -> u32 {
+    TAPES.with(|tapes| {
+        let mut tapes = tapes.borrow_mut();
+        match tapes.iter().position(Option::is_none) {
+            Some(free) => {
+                tapes[free] = Some(Tape::default());
+                free as u32
+            }
+            None => {
+                tapes.push(Some(Tape::default()));
+                (tapes.len() - 1) as u32
+            }
+        }
+    })
+}
+
+pub fn tape_free(id: u32) {
+    TAPES.with(|tapes| {
+        if let Some(slot) = tapes.borrow_mut().get_mut(id as usize) {
+            *slot = None;
+        }
+    })
+}
+
+pub fn tape_leaf(t: u32, kind: u32, data: &[f64], rank: u32, d0: f64, d1: f64) -> Result<u32> {
+    let s = shape(rank, d0, d1)?;
+    if data.len() != s.size() {
+        return fail!("data length {} does not match shape {s}", data.len());
+    }
+    with_tape(t, |t| t.graph.leaf(leaf_op(kind), s, data))
+}
+
+pub fn tape_number(t: u32, kind: u32, x: f64) -> Result<u32> {
+    with_tape(t, |t| t.graph.leaf(leaf_op(kind), Shape::Scalar, &[x]))
+}
+
+pub fn tape_op1(t: u32, code: u32, a: u32) -> Result<u32> {
+    let op = coded(code)?;
+    with_tape(t, |t| t.graph.op(op, &[a], true))
+}
+
+pub fn tape_op2(t: u32, code: u32, a: u32, b: u32) -> Result<u32> {
+    let op = coded(code)?;
+    with_tape(t, |t| t.graph.op(op, &[a, b], true))
+}
+
+/// A binary op with a number on one side, recorded in one call: the number
+/// becomes a constant leaf just before the op node, so its id is the
+/// returned id minus one.
+pub fn tape_op2_number(t: u32, code: u32, a: u32, x: f64, number_left: bool) -> Result<u32> {
+    let op = coded(code)?;
+    with_tape(t, |t| {
+        let c = t.graph.leaf(Op::Const, Shape::Scalar, &[x])?;
+        t.graph.op(op, &if number_left { [c, a] } else { [a, c] }, true)
+    })
+}
+
+/// Empty the tape for reuse, keeping its memory: a fresh arena would cost
+/// a page fault per 4 KiB on every evaluation.
+pub fn tape_reset(t: u32) -> Result<()> {
+    with_tape(t, |t| {
+        t.reset();
+        Ok(())
+    })
+}
+
+pub fn tape_pow(t: u32, a: u32, k: f64) -> Result<u32> {
+    with_tape(t, |t| t.graph.op(Op::Pow(Exponent::new(k)), &[a], true))
+}
+
+pub fn tape_reshape(t: u32, a: u32, rank: u32, d0: f64, d1: f64) -> Result<u32> {
+    // The JS layer checks the form too; checked again so a direct call is
+    // safe. The count is compared in f64, so a target too large for a usize
+    // (any beyond 2^32 under WebAssembly) is the same count mismatch.
+    let whole = |d: f64| d >= 1.0 && d.fract() == 0.0 && d <= 9007199254740992.0;
+    let (count, target) = match rank {
+        0 => (1.0, "scalar".to_string()),
+        1 if whole(d0) => (d0, format!("[{}]", js_number(d0))),
+        2 if whole(d0) && whole(d1) => (d0 * d1, format!("[{}×{}]", js_number(d0), js_number(d1))),
+        _ => return fail!("reshape: shape must be up to two positive integers"),
+    };
+    with_tape(t, |t| {
+        let size = t.graph.node(a)?.shape.size();
+        if count != size as f64 {
+            return fail!("reshape: cannot view {size} elements as {target}");
+        }
+        // The count fits a usize, so each dimension does.
+        let s = match rank {
+            0 => Shape::Scalar,
+            1 => Shape::Vector(d0 as usize),
+            _ => Shape::Matrix(d0 as usize, d1 as usize),
+        };
+        t.graph.op(Op::Reshape(s), &[a], true)
+    })
+}
+
+/// `start` and `size` come as their lengths and first two entries (NaN for
+/// an entry that is not a number, a length of -1 for something not an
+/// array). A length above the largest rank is only ever a mismatch, so the
+/// entries are capped before anything is allocated.
+#[allow(clippy::too_many_arguments)]
+pub fn tape_slice(t: u32, a: u32, start_len: i32, s0: f64, s1: f64, size_len: i32, z0: f64, z1: f64) -> Result<u32> {
+    let entries = |len: i32, first: [f64; 2]| -> Vec<f64> {
+        (0..len.clamp(0, 3) as usize).map(|i| first.get(i).copied().unwrap_or(f64::NAN)).collect()
+    };
+    let (start, size) = (entries(start_len, [s0, s1]), entries(size_len, [z0, z1]));
+    with_tape(t, |t| {
+        let op = slice_op(t.graph.node(a)?.shape, &start, &size)?;
+        t.graph.op(op, &[a], true)
+    })
+}
+
+pub fn tape_concat(t: u32, parts: &[u32], axis: u32) -> Result<u32> {
+    with_tape(t, |t| t.graph.op(Op::Concat { axis: axis.min(2) as u8 }, parts, true))
+}
+
+pub fn tape_triangular_solve(t: u32, a: u32, b: u32, lower: bool) -> Result<u32> {
+    with_tape(t, |t| t.graph.op(Op::TriangularSolve { lower }, &[a, b], true))
+}
+
+pub fn tape_external(t: u32, data: &[f64], rank: u32, d0: f64, d1: f64, parents: &[u32]) -> Result<u32> {
+    let s = shape(rank, d0, d1)?;
+    with_tape(t, |t| t.graph.external(s, data, parents))
+}
+
+/// How many values the tape's arena holds.
+pub fn tape_size(t: u32) -> Result<f64> {
+    with_tape(t, |t| Ok(t.graph.values.len() as f64))
+}
+
+pub fn tape_shape(t: u32, id: u32) -> Result<Shape> {
+    with_tape(t, |t| Ok(t.graph.node(id)?.shape))
+}
+
+/// Copy a node's value into `out`, which has the node's size.
+pub fn tape_value(t: u32, id: u32, out: &mut [f64]) -> Result<()> {
+    with_tape(t, |t| {
+        let value = t.graph.value(id)?;
+        if value.len() != out.len() {
+            return fail!("value buffer has {} entries for a node of {}", out.len(), value.len());
+        }
+        out.copy_from_slice(value);
+        Ok(())
+    })
+}
+
+/// Start a reverse sweep; returns the id of a hand-built node whose closure
+/// must run before `tape_resume`, or -1 when the sweep is complete.
+pub fn tape_backward(t: u32, root: u32, seed: Option<&[f64]>) -> Result<i64> {
+    with_tape(t, |t| Ok(t.backward(root, seed)?.map_or(-1, i64::from)))
+}
+
+pub fn tape_resume(t: u32) -> Result<i64> {
+    with_tape(t, |t| Ok(t.resume().map_or(-1, i64::from)))
+}
+
+/// Copy a node's adjoint into `out`; false, leaving `out` alone, when the
+/// last sweep gave the node no adjoint.
+pub fn tape_adjoint(t: u32, id: u32, out: &mut [f64]) -> Result<bool> {
+    with_tape(t, |t| match t.adjoint(id) {
+        Some(adjoint) if adjoint.len() == out.len() => {
+            out.copy_from_slice(adjoint);
+            Ok(true)
+        }
+        Some(adjoint) => fail!("adjoint buffer has {} entries for a node of {}", out.len(), adjoint.len()),
+        None => Ok(false),
+    })
+}
+
+pub fn tape_accumulate(t: u32, id: u32, contribution: &[f64]) -> Result<()> {
+    with_tape(t, |t| t.accumulate(id, contribution))
+}
+
+/// The whole gradient step of an eager evaluation in one call: check the
+/// root is a scalar (the message names `where_`), sweep back from it unless
+/// `swept` says the caller already did (hand-built nodes), write the
+/// adjoints of `leaves` one after another into `out` (zeros for a leaf the
+/// sweep did not reach), and return the root's value.
+pub fn tape_gradients(t: u32, root: u32, swept: bool, where_: &str, leaves: &[u32], out: &mut [f64]) -> Result<f64> {
+    with_tape(t, |t| {
+        let shape = t.graph.node(root)?.shape;
+        if shape != Shape::Scalar {
+            return fail!("{where_}: the objective must return a scalar, got {shape}. Reduce it with sum() or mean() first.");
+        }
+        if !swept {
+            t.backward(root, None)?;
+        }
+        let mut at = 0;
+        for &id in leaves {
+            let size = t.graph.node(id)?.shape.size();
+            let Some(dst) = out.get_mut(at..at + size) else {
+                return fail!("gradient buffer too small");
+            };
+            match t.adjoint(id) {
+                Some(a) => dst.copy_from_slice(a),
+                None => dst.fill(0.0),
+            }
+            at += size;
+        }
+        Ok(t.graph.value(root)?[0])
+    })
+}
+
+pub fn plan_build(t: u32, root: u32, params: &[u32], inputs: &[u32]) -> Result<Plan> {
+    with_tape(t, |t| Plan::build(&t.graph, root, params, inputs))
+}
+
+pub fn plan_from_json(text: &str) -> Result<Plan> {
+    json::plan_from_json(text)
+}
+
+/// The part of `flat` a slot of `size` values at `at` reads or writes.
+pub fn flat_range(flat_len: usize, at: usize, size: usize, what: &str) -> Result<std::ops::Range<usize>> {
+    match at.checked_add(size) {
+        Some(end) if end <= flat_len => Ok(at..end),
+        _ => fail!("{what} buffer too small"),
+    }
+}
+
+pub fn check_layout(p: &Plan, layout: &[i32], gradient_layout: &[i32]) -> Result<()> {
+    if layout.len() != p.slot_count() {
+        return fail!("layout does not match the plan");
+    }
+    if gradient_layout.len() != p.params().len() {
+        return fail!("gradient layout does not match the plan");
+    }
+    Ok(())
+}
+
+/// Forward and backward on a fed plan; returns the root's value.
+pub fn plan_evaluate(p: &mut Plan) -> Result<f64> {
+    let value = p.forward()?[0];
+    p.backward();
+    Ok(value)
+}
+
+/// A forward replay on a fed plan alone; the root's value is copied into `out`.
+pub fn plan_forward_into(p: &mut Plan, out: &mut [f64]) -> Result<()> {
+    let value = p.forward()?;
+    if out.len() != value.len() {
+        return fail!("output buffer does not match the root");
+    }
+    out.copy_from_slice(value);
+    Ok(())
+}
