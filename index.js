@@ -1,8 +1,8 @@
 // The Node, Deno and Bun entry: the native addon when it loads, else the
-// WebAssembly build (lib/load.js). Browsers get browser.js instead.
-import { install } from './lib/binding.js';
-import { nativeOrWasm } from './lib/load.js';
+// WebAssembly build (src/js/load.js). Browsers get src/js/browser.js instead.
+import { install } from './src/js/binding.js';
+import { nativeOrWasm } from './src/js/load.js';
 
 install(await nativeOrWasm());
 
-export * from './lib/api.js';
+export * from './src/js/api.js';

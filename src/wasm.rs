@@ -1,5 +1,5 @@
 //! The WebAssembly binding: the same `api` calls as `binding.rs`, exported
-//! with the C ABI over linear memory, for `lib/wasm.js` to adapt.
+//! with the C ABI over linear memory, for `src/js/wasm.js` to adapt.
 //!
 //! Why not napi through emnapi: every napi call there runs through a
 //! JavaScript emulation of the napi C API (a compiled call on a 10-scalar

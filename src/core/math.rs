@@ -37,7 +37,7 @@ mod platform {
         fn js_cos(x: f64) -> f64;
         fn js_pow(x: f64, k: f64) -> f64;
     }
-    // SAFETY (all): pure functions of their arguments, supplied by lib/wasm.js.
+    // SAFETY (all): pure functions of their arguments, supplied by src/js/wasm.js.
     pub fn exp(x: f64) -> f64 {
         unsafe { js_exp(x) }
     }

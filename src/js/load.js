@@ -14,7 +14,7 @@ function wasmForced() {
 export async function nativeOrWasm() {
   if (!wasmForced()) {
     try {
-      return await import('../binding.js');
+      return await import('../../binding.js');
     } catch (e) {
       const why = String(e?.message ?? e).split('\n')[0];
       console.warn(
