@@ -3,6 +3,6 @@
 import { install } from './src/js/binding.js';
 import { nativeOrWasm } from './src/js/load.js';
 
-install(await nativeOrWasm());
+install(nativeOrWasm());
 
 export * from './src/js/api.js';

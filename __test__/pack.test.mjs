@@ -5,7 +5,7 @@
 // tarball installed with TANGENT_GRAD_BUILD_FROM_SOURCE=1 builds the addon
 // from the shipped Rust sources with cargo.
 //
-// It needs the built addon (binding.js and grad.<platform>.node, which
+// It needs the built addon (binding.cjs and grad.<platform>.node, which
 // `npm install` makes) and fails, never skips, when something is missing.
 
 import { test, before, after } from 'node:test';
@@ -112,7 +112,7 @@ function checkConsumer(dir) {
 }
 
 before(() => {
-  for (const f of ['binding.js', 'binding.d.ts', 'index.js', 'index.d.ts']) {
+  for (const f of ['binding.cjs', 'binding.d.ts', 'index.js', 'index.d.ts']) {
     assert.ok(existsSync(join(root, f)), `${f} is missing: run \`npm install\` (it builds the addon) first`);
   }
   builtBinary();
@@ -133,7 +133,7 @@ after(() => {
 test('the tarball holds the loader, typings, binary, sources and install script, and no build output', () => {
   assert.ok(existsSync(tarball), tarball);
   for (const f of [
-    'package.json', 'README.md', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts', builtBinary(),
+    'package.json', 'README.md', 'index.js', 'index.d.ts', 'binding.cjs', 'binding.d.ts', builtBinary(),
     'npm/install.mjs', 'Cargo.toml', 'Cargo.lock', 'build.rs', 'src/lib.rs', 'benches/replay.rs',
     'src/js/browser.js', 'src/js/api.js', 'src/js/wasm.js', 'src/js/grad.wasm.js',
   ]) {
@@ -146,7 +146,7 @@ test('the tarball holds the loader, typings, binary, sources and install script,
   assert.equal(
     pkg.scripts.prepack,
     'npm run build && npm run build:wasm',
-    'prepack must build the loader binding.js and the WebAssembly core that the tarball ships',
+    'prepack must build the loader binding.cjs and the WebAssembly core that the tarball ships',
   );
 });
 
@@ -243,4 +243,44 @@ test('install.mjs points to rustup and still succeeds when cargo is missing', ()
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, /Install Rust from https:\/\/rustup\.rs/);
   assert.match(r.stderr, /WebAssembly build/);
+});
+
+// Import never fails (issue 10): an installed copy whose binary is gone (no
+// binary for the platform, and an install script that did not run, as npm 11
+// skips unapproved ones) falls back to the WebAssembly build, and says so in
+// one line on stderr.
+test('with no native binary in the installed copy, import falls back to WebAssembly with one warning line', { timeout: 180_000 }, () => {
+  const dir = join(work, 'no-binary');
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'package.json'), consumerManifest('no-binary'));
+  const inst = npm(['install', tarball, '--no-audit', '--no-fund', '--offline', '--ignore-scripts'], dir);
+  assert.equal(inst.status, 0, `npm install of the tarball failed:\n${inst.stdout}\n${inst.stderr}`);
+  const installed = join(dir, 'node_modules', '@tangent.to', 'grad');
+  const binaries = readdirSync(installed).filter((f) => /^grad\..+\.node$/.test(f));
+  assert.ok(binaries.length > 0, 'the tarball shipped a binary to delete');
+  for (const f of binaries) rmSync(join(installed, f));
+  const platform = builtBinary().slice('grad.'.length, -'.node'.length);
+  assert.ok(!existsSync(join(dir, 'node_modules', '@tangent.to', `grad-${platform}`)), 'no platform package either');
+
+  writeFileSync(join(dir, 'fallback.mjs'), [
+    "import { valueAndGrad, sum, mul } from '@tangent.to/grad';",
+    'console.log(JSON.stringify(valueAndGrad((x) => sum(mul(x, x)))([1, 2, 3])));',
+  ].join('\n'));
+  const env = cleanEnv();
+  delete env.TANGENT_GRAD_WASM;
+  const r = spawnSync(process.execPath, ['fallback.mjs'], { cwd: dir, env, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 0, `import failed without the native binary:\n${r.stdout}\n${r.stderr}`);
+  assert.deepEqual(JSON.parse(r.stdout), { value: 14, gradient: [2, 4, 6] });
+  const lines = r.stderr.split('\n').filter((l) => l.trim() !== '');
+  assert.equal(lines.length, 1, `exactly one warning line on stderr, got:\n${r.stderr}`);
+  assert.match(lines[0], /WebAssembly/);
+  assert.match(lines[0], /native/, 'the line tells how to get the native build');
+});
+
+test('the "browser" export condition names a file the tarball ships, with its WebAssembly core', () => {
+  const browser = pkg.exports?.['.']?.browser;
+  assert.equal(typeof browser, 'string', 'package.json exports["."].browser');
+  assert.ok(packedFiles.includes(browser.replace(/^\.\//, '')), `${browser} is not in the tarball`);
+  assert.ok(packedFiles.some((f) => /(^|\/)grad\.wasm\.js$/.test(f)), 'grad.wasm.js is not in the tarball');
+  assert.deepEqual(Object.keys(pkg.exports['.']), ['types', 'browser', 'default'], 'condition order: types, browser, default');
 });

@@ -5,12 +5,20 @@
 //   node bench/run.mjs                 every workload
 //   node bench/run.mjs --quick         a few short batches (smoke test)
 //   node bench/run.mjs gp mlp          only workloads whose name contains a filter
+//   node bench/run.mjs --no-wasm       the native addon only
+//
+// The WebAssembly column comes from a second process (the same script with
+// TANGENT_GRAD_WASM=1 and --child), since one process holds one core.
 //
 // Method: warm up, size a batch so it takes at least ~20 ms, time >= 15
 // batches (gp200: fewer, it is slow), report the median of the batch means
 // and the min/max spread. Before timing, the eager, compiled and (for the
 // regression) hand-derived results must agree to 1e-9 relative.
 
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import * as G from '../index.js';
@@ -20,10 +28,12 @@ import {
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
+const child = argv.includes('--child');
+const withWasm = !child && !argv.includes('--no-wasm');
 const filters = argv.filter((a) => !a.startsWith('--'));
-const unknown = argv.filter((a) => a.startsWith('--') && a !== '--quick');
+const unknown = argv.filter((a) => a.startsWith('--') && !['--quick', '--child', '--no-wasm'].includes(a));
 if (unknown.length > 0) {
-  console.error(`unknown option ${unknown.join(' ')}; usage: node bench/run.mjs [--quick] [workload ...]`);
+  console.error(`unknown option ${unknown.join(' ')}; usage: node bench/run.mjs [--quick] [--no-wasm] [workload ...]`);
   process.exit(2);
 }
 
@@ -167,6 +177,7 @@ if (selected.length === 0) {
 }
 
 const cpu = os.cpus()[0]?.model ?? 'unknown cpu';
+if (child) console.log = () => {};
 console.log(`# @tangent.to/grad benchmarks${quick ? ' (--quick: smoke test, numbers are not meaningful)' : ''}`);
 console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${cpu}, ${os.cpus().length} cpus\n`);
 
@@ -194,23 +205,49 @@ for (const w of selected) {
   );
 }
 
+if (child) {
+  process.stdout.write(JSON.stringify(rows.map(({ w, te, tc }) => ({ name: w.name, te, tc }))));
+  process.exit(0);
+}
+
+/** The same workloads on the WebAssembly build, in a child process: name -> { te, tc }. */
+function wasmRows() {
+  const args = [fileURLToPath(import.meta.url), '--child', ...argv.filter((a) => a !== '--no-wasm')];
+  const r = spawnSync(process.execPath, args, {
+    env: { ...process.env, TANGENT_GRAD_WASM: '1' },
+    encoding: 'utf8',
+    maxBuffer: 1 << 24,
+  });
+  if (r.status !== 0) throw new Error(`the WebAssembly run failed:\n${r.stderr}`);
+  return new Map(JSON.parse(r.stdout).map((x) => [x.name, x]));
+}
+
+const wasm = withWasm ? wasmRows() : null;
 const num = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
 const cell = (t) => `${num(t.median)} (${num(t.min)}–${num(t.max)})`;
 const mark = (t, target) => (target === undefined ? '' : t.median <= target ? ' ✓' : ' ✗');
 const tgt = (x) => (x === undefined ? '—' : `≤ ${x}`);
 
 console.log('\nMedian µs per call (value and gradient), min–max of batch means in parentheses.\n');
-console.log('| workload | eager | compiled | target eager | target compiled | JS eager | JS compiled |');
-console.log('|---|---:|---:|---:|---:|---:|---:|');
+const wasmHead = wasm ? ' wasm eager | wasm compiled |' : '';
+console.log(`| workload | eager | compiled |${wasmHead} target eager | target compiled | JS eager | JS compiled |`);
+console.log(`|---|---:|---:|${wasm ? '---:|---:|' : ''}---:|---:|---:|---:|`);
 const misses = [];
 for (const { w, te, tc, th } of rows) {
+  const x = wasm?.get(w.name);
+  const wasmCells = wasm ? ` ${cell(x.te)} | ${cell(x.tc)} |` : '';
   console.log(
-    `| ${w.name} | ${cell(te)}${mark(te, w.target.eager)} | ${cell(tc)}${mark(tc, w.target.compiled)} | ` +
+    `| ${w.name} | ${cell(te)}${mark(te, w.target.eager)} | ${cell(tc)}${mark(tc, w.target.compiled)} |${wasmCells} ` +
       `${tgt(w.target.eager)} | ${tgt(w.target.compiled)} | ${w.js.eager ?? '—'} | ${w.js.compiled ?? '—'} |`,
   );
-  if (th) console.log(`| ${w.name}, hand-derived plain JS | ${cell(th)} | | | | ${w.js.hand ?? '—'} | |`);
+  if (th) console.log(`| ${w.name}, hand-derived plain JS | ${cell(th)} | |${wasm ? ' | |' : ''} | | ${w.js.hand ?? '—'} | |`);
   if (w.target.eager !== undefined && te.median > w.target.eager) misses.push(`${w.name} eager`);
   if (w.target.compiled !== undefined && tc.median > w.target.compiled) misses.push(`${w.name} compiled`);
+}
+if (wasm) {
+  const wasmFile = new URL('../src/js/grad.wasm.js', import.meta.url);
+  const bytes = Buffer.from(readFileSync(wasmFile, 'utf8').match(/'([^']+)'/)[1], 'base64');
+  console.log(`\nThe WebAssembly core: ${(bytes.length / 1024).toFixed(0)} KiB, ${(gzipSync(bytes).length / 1024).toFixed(0)} KiB gzipped.`);
 }
 console.log(
   `\nTargets missed: ${misses.length === 0 ? 'none' : misses.join(', ')}` +

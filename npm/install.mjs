@@ -2,11 +2,11 @@
 //
 // In a development checkout (this directory is not inside node_modules) it
 // always builds the addon from source in release mode with `npm run build`
-// (napi build, which also writes the loader binding.js and binding.d.ts),
+// (napi build, which also writes the loader binding.cjs and binding.d.ts),
 // and the WebAssembly core with `npm run build:wasm`.
 //
 // Installed as a dependency, it first asks the generated loader whether a
-// prebuilt binary loads here: `grad.<platform>.node` beside binding.js (the
+// prebuilt binary loads here: `grad.<platform>.node` beside binding.cjs (the
 // tarball carries the one of the machine that packed it) or the optional
 // package `@tangent.to/grad-<platform>`. If one loads, it does nothing.
 // Otherwise it builds from source with cargo and copies the library to
@@ -25,7 +25,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve, sep } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const say = (msg) => console.error(`@tangent.to/grad: ${msg}`);
@@ -68,9 +68,6 @@ const consumerFail = (msg) => {
   say(`${msg}\nThe package will use its WebAssembly build, which needs no install step.`);
   process.exit(0);
 };
-}
-
-// ---------------------------------------------------------------- installed as a dependency
 
 function isMusl() {
   if (process.platform !== 'linux') return false;
@@ -101,13 +98,13 @@ function platformName() {
   return `${platform}-${arch}`;
 }
 
-const loader = join(root, 'binding.js');
-if (!existsSync(loader)) consumerFail('binding.js is missing from this package; it is generated at pack time. Reinstall the package.');
+const loader = join(root, 'binding.cjs');
+if (!existsSync(loader)) consumerFail('binding.cjs is missing from this package; it is generated at pack time. Reinstall the package.');
 
 /** Whether the loader finds a working binary, checked in a fresh process: { ok, why }. */
 function bindingLoads() {
-  const code = `const b = await import(${JSON.stringify(pathToFileURL(loader).href)}); if (typeof b.opCodes !== 'function') process.exit(3);`;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8' });
+  const code = `const b = require(${JSON.stringify(loader)}); if (typeof b.opCodes !== 'function') process.exit(3);`;
+  const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8' });
   return { ok: r.status === 0, why: (r.stderr || '').trim().split('\n').slice(0, 4).join('\n') };
 }
 

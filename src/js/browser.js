@@ -1,9 +1,9 @@
-// The browser entry (and any runtime without the native addon): the same
-// surface over the WebAssembly build of the core, which grad.wasm.js here
-// carries inline.
+// The browser entry: the same surface over the WebAssembly build of the
+// core, which grad.wasm.js here carries inline. No top-level await: a module
+// worker that imports the package would drop messages posted while it loads.
 import { install } from './binding.js';
 import { loadWasm } from './wasm.js';
 
-install(await loadWasm());
+install(loadWasm());
 
 export * from './api.js';

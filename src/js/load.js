@@ -1,7 +1,14 @@
-// Which core the Node entry (index.js) installs: the native addon when one
-// loads here, else the WebAssembly build, said once on stderr.
-// TANGENT_GRAD_WASM=1 picks the WebAssembly build outright (the test suite
-// runs under both).
+// Which core the Node, Deno and Bun entry (index.js) installs: the native
+// addon when one loads here, else the WebAssembly build, said once on
+// stderr. TANGENT_GRAD_WASM=1 picks the WebAssembly build outright (the test
+// suite runs under both). Synchronous on purpose: an entry with top-level
+// await makes a Web Worker that imports it drop the messages that arrive
+// while it loads (Deno and Bun, like browsers, deliver them at once).
+
+import { createRequire } from 'node:module';
+import { loadWasm } from './wasm.js';
+
+const require = createRequire(import.meta.url);
 
 function wasmForced() {
   try {
@@ -11,18 +18,21 @@ function wasmForced() {
   }
 }
 
-export async function nativeOrWasm() {
-  if (!wasmForced()) {
-    try {
-      return await import('../../binding.js');
-    } catch (e) {
-      const why = String(e?.message ?? e).split('\n')[0];
-      console.warn(
-        `@tangent.to/grad: no native addon loads here (${why}); using the WebAssembly build. ` +
-          'For the native one, install Rust (https://rustup.rs) and run `node node_modules/@tangent.to/grad/npm/install.mjs`.',
-      );
-    }
+/** What to tell a user whose native addon did not load. */
+function advice() {
+  if (globalThis.Deno) return 'under Deno, allow it with --allow-ffi --allow-read --allow-env';
+  return 'to build one, install Rust (https://rustup.rs) and run `node node_modules/@tangent.to/grad/npm/install.mjs`';
+}
+
+export function nativeOrWasm() {
+  if (wasmForced()) return loadWasm();
+  try {
+    return require('../../binding.cjs');
+  } catch {
+    // napi-rs's own message is about npm's optional dependencies, which is
+    // rarely the cause here; say what is.
+    const platform = globalThis.process ? `${process.platform}-${process.arch}` : 'this platform';
+    console.warn(`@tangent.to/grad: no native addon loads for ${platform}; using the WebAssembly build (${advice()}).`);
+    return loadWasm();
   }
-  const { loadWasm } = await import('./wasm.js');
-  return loadWasm();
 }

@@ -26,9 +26,13 @@ const MATH = {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Instantiate the core and return its binding. */
-export async function loadWasm(bytes = wasmBytes()) {
-  const module = await WebAssembly.compile(bytes);
+/**
+ * Instantiate the core and return its binding. Synchronously, so that no
+ * entry needs top-level await (Chromium compiles this module synchronously
+ * on the main thread too).
+ */
+export function loadWasm(bytes = wasmBytes()) {
+  const module = new WebAssembly.Module(bytes);
   let X; // the instance's exports
   let memory;
   let f64, i32, u32, u8; // views of memory, renewed when it grows
