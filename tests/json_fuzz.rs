@@ -3,7 +3,11 @@
 //! finish quickly. Valid plans are mutated (kinds, indices, shapes, data,
 //! static arguments, names, roots, versions), their text is damaged byte by
 //! byte, and token soups and deep nests are thrown in. Plans that do build
-//! are also fed and replayed, forward and backward.
+//! are also fed and replayed, forward and backward, with an oracle: the same
+//! text rebuilt with each optimizer pass switched off must replay to the same
+//! bits (gradients within 1e-12 relative where merging identical nodes
+//! reorders sums), and every replay must finish within a budget linear in
+//! the plan's text plus the values it holds.
 //!
 //! A fixed-seed generator makes every run see the same cases; set
 //! `JSON_FUZZ_SEED` to explore others and `JSON_FUZZ_CASES` to run more.
@@ -13,7 +17,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use tangent_grad::core::json::plan_from_json;
+use tangent_grad::core::json::{plan_from_json, plan_from_json_with};
+use tangent_grad::core::plan::{Passes, Plan};
 use tangent_grad::core::shape::Shape;
 
 // ---------------------------------------------------------------- a fixed-seed generator
@@ -276,6 +281,79 @@ fn bases() -> Vec<Js> {
     // Empty extents.
     out.push(plan(vec![param("e", &[0.0]), op("exp", &[0.0]), op("sum", &[1.0]), op("mean", &[1.0]), op("add", &[2.0, 3.0])]));
     out.push(plan(vec![param("E", &[0.0, 0.0]), op("cholesky", &[0.0]), op("solveGeneral", &[0.0, 1.0]), op("sum", &[2.0])]));
+    // Identical nodes, which the production build merges: a Cholesky
+    // factor and an exp each computed twice.
+    out.push(plan(vec![
+        param("A", &[3.0, 3.0]),
+        param("y", &[3.0]),
+        op("transpose", &[0.0]),
+        op("matmul", &[0.0, 2.0]),
+        konst(&[], &[3.0]),
+        op("addDiag", &[3.0, 4.0]),
+        op("cholesky", &[5.0]),
+        op("cholesky", &[5.0]),
+        op_args("triangularSolve", &[6.0, 1.0], Js::Arr(vec![obj(vec![("lower", Js::Bool(true))])])),
+        op("diagPart", &[7.0]),
+        op("log", &[9.0]),
+        op("sum", &[10.0]),
+        op("dot", &[8.0, 8.0]),
+        op("exp", &[1.0]),
+        op("exp", &[1.0]),
+        op("mul", &[13.0, 14.0]),
+        op("sum", &[15.0]),
+        op("add", &[11.0, 12.0]),
+        op("add", &[17.0, 16.0]),
+    ]));
+    // Huge dimensions of empty values, through every op that takes a matrix
+    // with a zero side: no kernel may walk the huge side.
+    const HUGE: f64 = 268435456.0;
+    let list = |parents: &[f64], axis: f64| {
+        obj(vec![
+            ("kind", s("op")),
+            ("op", s("concat")),
+            ("parents", arr(parents)),
+            ("list", Js::Bool(true)),
+            ("args", Js::Arr(vec![obj(vec![("axis", num(axis))])])),
+        ])
+    };
+    out.push(plan(vec![
+        param("T", &[HUGE, 0.0]),
+        param("W", &[0.0, HUGE]),
+        param("v", &[0.0]),
+        param("x", &[]),
+        list(&[1.0; 4], 1.0),
+        op("transpose", &[4.0]),
+        op("matmul", &[1.0, 0.0]),
+        op("add", &[0.0, 2.0]),
+        op("mul", &[3.0, 0.0]),
+        list(&[7.0, 5.0, 8.0], 0.0),
+        op("exp", &[9.0]),
+        op("addDiag", &[6.0, 3.0]),
+        op("diagPart", &[11.0]),
+        op("sum", &[10.0]),
+        op("sum", &[12.0]),
+        op("add", &[13.0, 14.0]),
+        op("mul", &[15.0, 3.0]),
+        op("sum", &[5.0]),
+        op("add", &[16.0, 17.0]),
+    ]));
+    // The issue's plan: 64 copies of a [2^28, 0] parameter side by side.
+    out.push(plan(vec![param("z", &[HUGE, 0.0]), list(&[0.0; 64], 1.0), op("sum", &[1.0])]));
+    // Many parts: vectors flattened, and columns side by side.
+    {
+        let mut nodes: Vec<Js> = (0..200).map(|i| param(&format!("p{i}"), &[2.0])).collect();
+        nodes.extend((0..100).map(|i| param(&format!("c{i}"), &[2.0, 1.0])));
+        let vectors: Vec<f64> = (0..200).map(|i| i as f64).collect();
+        let columns: Vec<f64> = (200..300).map(|i| i as f64).collect();
+        nodes.push(list(&vectors, 0.0)); // 300
+        nodes.push(list(&columns, 1.0)); // 301: [2, 100]
+        nodes.push(op_args("slice", &[300.0], Js::Arr(vec![arr(&[100.0]), arr(&[100.0])]))); // 302
+        nodes.push(op("matmul", &[301.0, 302.0])); // 303
+        nodes.push(op("dot", &[300.0, 300.0])); // 304
+        nodes.push(op("sum", &[303.0])); // 305
+        nodes.push(op("add", &[304.0, 305.0])); // 306
+        out.push(plan(nodes));
+    }
     out
 }
 
@@ -349,11 +427,13 @@ fn hostile(r: &mut Rng, n: usize, depth: usize) -> Js {
 }
 
 fn hostile_shape(r: &mut Rng) -> Js {
-    match r.below(22) {
+    match r.below(24) {
         18 => arr(&[268435456.0]),
         19 => arr(&[268435457.0]),
         20 => arr(&[16384.0, 16384.0]),
         21 => arr(&[16385.0, 16384.0]),
+        22 => arr(&[268435456.0, 0.0]),
+        23 => arr(&[0.0, 268435456.0]),
         0 => arr(&[-1.0]),
         1 => arr(&[1.5]),
         2 => arr(&[2147483648.0]),
@@ -618,7 +698,10 @@ static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
 
 /// What a case did, for the tally.
 enum Outcome {
-    Built,
+    /// Built, replayed, and checked against this many variants, of which
+    /// `rounded` merged nodes (gradients then compared to 1e-12); `load` is
+    /// the largest share of its time budget a replay took.
+    Built { variants: usize, rounded: usize, load: f64 },
     /// Refused, with the kind of error (the message without its node and values).
     Refused(String),
 }
@@ -634,9 +717,108 @@ fn kind_of(msg: &str) -> String {
     rest.split(|c: char| c.is_ascii_digit() || c == '"' || c == '[' || c == '(').next().unwrap_or("").trim().to_string()
 }
 
-/// Read the plan; if it builds, feed it values and replay it. Returns how
-/// long the reading took, which is what must be bounded: replaying a valid
-/// plan takes as long as the values it declares need.
+/// The oracle's variants of the production build: each pass switched off
+/// alone. Only merging may change a result, and then only a gradient, by
+/// the rounding of sums taken in another order.
+const VARIANTS: [Passes; 3] = [
+    Passes { fold_constants: false, skip_constant_adjoints: true, merge_identical: true },
+    Passes { fold_constants: true, skip_constant_adjoints: false, merge_identical: true },
+    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: false },
+];
+
+/// A replay may take a constant plus this long per byte of text and per
+/// value held: tens of times what linear work takes, and far below what
+/// walking a huge empty dimension, or work quadratic in the parts, takes.
+/// (Products and factorizations are O(n³) on n² values; the small matrices
+/// fuzzed here keep that within the constant.) A debug build is allowed its
+/// slowdown.
+const BUDGET_BASE: Duration = Duration::from_micros(50);
+const BUDGET_PER_UNIT: Duration = Duration::from_nanos(200);
+const DEBUG_SLOWDOWN: u32 = if cfg!(debug_assertions) { 30 } else { 1 };
+
+fn budget(text: &str, held: usize) -> Duration {
+    (BUDGET_BASE + BUDGET_PER_UNIT * (text.len() + held) as u32) * DEBUG_SLOWDOWN
+}
+
+/// What a replay computed: the root's value (or the error), and each
+/// parameter's gradient when the root is a scalar.
+struct Replay {
+    value: Result<Vec<f64>, String>,
+    grads: Vec<Vec<f64>>,
+}
+
+impl std::fmt::Display for Replay {
+    /// The first few values of each result: a replay may hold millions.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let head = |v: &[f64]| format!("{:?}{}", &v[..v.len().min(6)], if v.len() > 6 { "…" } else { "" });
+        match &self.value {
+            Ok(v) => write!(f, "value {}", head(v))?,
+            Err(e) => write!(f, "error {e}")?,
+        }
+        for g in self.grads.iter().take(6) {
+            write!(f, ", gradient {}", head(g))?;
+        }
+        Ok(())
+    }
+}
+
+/// Feed `args` and replay forward and backward: the root's value (or the
+/// error), and how long the replay took.
+fn replay(p: &mut Plan, args: &[Vec<f64>]) -> (Result<Vec<f64>, String>, Duration) {
+    for (i, a) in args.iter().enumerate() {
+        p.set(i, a).unwrap();
+    }
+    let t0 = Instant::now();
+    let value = p.forward().map(<[f64]>::to_vec).map_err(|e| e.0);
+    if value.is_ok() && p.root_shape() == Shape::Scalar {
+        p.backward();
+    }
+    (value, t0.elapsed())
+}
+
+/// Replay within the budget of a plan read from `text`: what it computed,
+/// and the share of the budget it took. The first replay, which touches
+/// fresh memory, is not timed; then the fastest of up to ten counts, so that
+/// moments the shared machine spends elsewhere are not taken for unbounded
+/// work, which is over budget every time.
+fn replay_within(p: &mut Plan, args: &[Vec<f64>], text: &str) -> (Replay, f64) {
+    let budget = budget(text, p.held());
+    let (value, _) = replay(p, args);
+    let grads = if value.is_ok() && p.root_shape() == Shape::Scalar {
+        (0..p.params().len())
+            .map(|i| {
+                let mut g = vec![f64::NAN; p.params()[i].shape.size()];
+                p.gradient(i, &mut g).unwrap();
+                g
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut took = Duration::MAX;
+    for _ in 0..10 {
+        took = took.min(replay(p, args).1);
+        if took <= budget {
+            break;
+        }
+    }
+    assert!(took <= budget, "replay took {took:.2?}, over its budget of {budget:.2?} ({} values held)", p.held());
+    (Replay { value, grads }, took.as_secs_f64() / budget.as_secs_f64())
+}
+
+fn same_bits(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// Equal to 1e-12 relative (absolute below 1), or the same bits.
+fn close(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(&x, &y)| x.to_bits() == y.to_bits() || (x - y).abs() <= 1e-12 * x.abs().max(y.abs()).max(1.0))
+}
+
+/// Read the plan; if it builds, feed it values and replay it, within its
+/// time budget and checked against the oracle. Returns how long the reading
+/// took, which must be bounded whether or not the plan builds.
 fn run_case(t: &str, r: &mut Rng) -> (Outcome, Duration) {
     let t0 = Instant::now();
     let read = plan_from_json(t);
@@ -647,20 +829,39 @@ fn run_case(t: &str, r: &mut Rng) -> (Outcome, Duration) {
             Outcome::Refused(kind_of(&e.0))
         }
         Ok(mut p) => {
-            let sizes: Vec<usize> =
-                p.params().iter().chain(p.inputs()).map(|s| s.shape.size()).collect();
-            for (i, &n) in sizes.iter().enumerate() {
-                let data: Vec<f64> = (0..n).map(|k| if k % 7 == 3 { 2.0 } else { r.unit() * 2.0 - 0.5 }).collect();
-                p.set(i, &data).unwrap();
+            let args: Vec<Vec<f64>> = (0..p.slot_count())
+                .map(|i| (0..p.slot_size(i)).map(|k| if k % 7 == 3 { 2.0 } else { r.unit() * 2.0 - 0.5 }).collect())
+                .collect();
+            let (expected, mut load) = replay_within(&mut p, &args, t);
+            let nodes = p.len();
+            drop(p);
+            let (mut variants, mut rounded) = (0, 0);
+            for passes in VARIANTS {
+                let mut v = match plan_from_json_with(t, passes) {
+                    Ok(v) => v,
+                    // Without merging, duplicates count against the value budget too.
+                    Err(e) if !passes.merge_identical && e.0.contains("the plan would hold more than") => continue,
+                    Err(e) => panic!("{passes:?} refused a plan the production build reads: {}", e.0),
+                };
+                let (got, l) = replay_within(&mut v, &args, t);
+                load = load.max(l);
+                variants += 1;
+                // Merging is the one pass that may round a gradient otherwise,
+                // and only where it merged something.
+                let exact = passes.merge_identical || v.len() == nodes;
+                rounded += usize::from(!exact);
+                let value_agrees = match (&expected.value, &got.value) {
+                    (Ok(a), Ok(b)) => same_bits(a, b),
+                    (a, b) => a == b,
+                };
+                let grads_agree = expected.grads.len() == got.grads.len()
+                    && expected.grads.iter().zip(&got.grads).all(|(a, b)| if exact { same_bits(a, b) } else { close(a, b) });
+                assert!(
+                    value_agrees && grads_agree,
+                    "{passes:?} changed the results:\n  production {expected}\n  variant    {got}"
+                );
             }
-            if p.forward().is_ok() && p.root_shape() == Shape::Scalar {
-                p.backward();
-                for i in 0..p.params().len() {
-                    let mut g = vec![0.0; p.params()[i].shape.size()];
-                    p.gradient(i, &mut g).unwrap();
-                }
-            }
-            Outcome::Built
+            Outcome::Built { variants, rounded, load }
         }
     };
     (outcome, took)
@@ -688,6 +889,7 @@ fn fuzz_plan_from_json() {
     let started = Instant::now();
     let mut failures: Vec<(String, String)> = Vec::new();
     let (mut built, mut refused, mut slowest) = (0usize, 0usize, (Duration::ZERO, String::new()));
+    let (mut variants, mut rounded, mut load, mut most_loaded) = (0usize, 0usize, 0f64, String::new());
     let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
     for case in 0..cases {
         let t = match case % 10 {
@@ -718,7 +920,15 @@ fn fuzz_plan_from_json() {
             }
         }
         match result.map(|(outcome, _)| outcome) {
-            Ok(Outcome::Built) => built += 1,
+            Ok(Outcome::Built { variants: v, rounded: m, load: l }) => {
+                built += 1;
+                variants += v;
+                rounded += m;
+                if l > load {
+                    load = l;
+                    most_loaded = t.chars().take(300).collect();
+                }
+            }
             Ok(Outcome::Refused(kind)) => {
                 refused += 1;
                 *kinds.entry(kind).or_default() += 1;
@@ -737,8 +947,15 @@ fn fuzz_plan_from_json() {
         failures.len(),
         slowest.0
     );
+    println!(
+        "oracle: {variants} variant replays agreed ({rounded} of them with merged nodes, gradients to 1e-12); \
+         the slowest replay took {:.1}% of its time budget",
+        100.0 * load
+    );
     println!("{} kinds of refusal", kinds.len());
     if std::env::var("JSON_FUZZ_VERBOSE").is_ok() {
+        println!("the replay nearest its budget: {most_loaded}");
+        println!("the slowest read: {}", slowest.1);
         for (kind, n) in &kinds {
             println!("{n:>8}  {kind}");
         }

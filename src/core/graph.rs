@@ -62,7 +62,8 @@ impl Node {
     }
 }
 
-#[derive(Default)]
+/// `Clone` gives each thread of a batch its own arena (src/batch.rs).
+#[derive(Default, Clone)]
 pub struct Graph {
     pub nodes: Vec<Node>,
     pub values: Vec<f64>,
@@ -107,13 +108,7 @@ pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux
     let p = inputs(nodes, node, values);
     let out = &values[node.range()];
     let aux = &mut aux[node.aux..node.aux + node.aux_len];
-    kernels::prepare_adjoint(node.op, &p, g, aux);
-    for (k, &parent) in node.parents.iter().enumerate() {
-        if needs[parent as usize] {
-            let d = &mut lower[nodes[parent as usize].range()];
-            kernels::adjoint(node.op, k, &p, out, g, aux, d);
-        }
-    }
+    kernels::adjoint(node.op, &p, out, g, aux, |parent| needs[parent as usize], lower);
 }
 
 impl Graph {
@@ -187,8 +182,10 @@ impl Graph {
             shapes.push(self.node(p)?.shape);
         }
         let shape = op.infer(&shapes)?;
-        if shape.size() > MAX_ELEMENTS {
-            return fail!("{}: result of {} elements is too large", op.name(), shape.size());
+        if shape.checked_size().is_none_or(|n| n > MAX_ELEMENTS) {
+            // Counted widened, so that a product past a usize prints exactly.
+            let (m, n) = shape.rows_cols();
+            return fail!("{}: result of {} elements is too large", op.name(), m as u128 * n as u128);
         }
         let key = (op, Parents::from_slice(parents));
         if let Some(&id) = self.merged.get(&key).filter(|_| !self.no_merging) {

@@ -32,7 +32,7 @@
 use super::error::{js_number, Error, Result};
 use super::graph::Graph;
 use super::op::{slice_op, Exponent, Op, Parents};
-use super::plan::Plan;
+use super::plan::{Passes, Plan};
 use super::shape::{Shape, MAX_ELEMENTS};
 use crate::fail;
 use serde_json::Value;
@@ -396,6 +396,12 @@ enum Checked {
 /// the values the plan will hold, without allocating any of them; only a
 /// plan that passes is built, by the second.
 pub fn plan_from_json(text: &str) -> Result<Plan> {
+    plan_from_json_with(text, Passes::default())
+}
+
+/// Rebuild a plan optimized by `passes` only (to test that the passes change
+/// no result); without merging, no two nodes of the text are merged.
+pub fn plan_from_json_with(text: &str, passes: Passes) -> Result<Plan> {
     let doc: Value = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
     let Value::Object(top) = &doc else { return not_a_plan() };
     let Some(Value::Array(nodes)) = top.get("nodes") else { return not_a_plan() };
@@ -539,8 +545,9 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
                 let args = read_args(&cx, node.get("args"))?;
                 let op = read_op(&cx, name, args, list, &shapes)?;
                 let shape = op.infer(&shapes).or_else(|e| cx.err(e))?;
-                let size = shape.size().saturating_add(op.aux_len(&shapes));
-                if let Some(&same) = seen.get(&(op, parents.clone())) {
+                // A shape past a usize is past the budget too.
+                let size = shape.checked_size().and_then(|n| n.checked_add(op.aux_len(&shapes))).unwrap_or(usize::MAX);
+                if let Some(&same) = seen.get(&(op, parents.clone())).filter(|_| passes.merge_identical) {
                     // Merged into an earlier node: nothing more to hold.
                     checked.push(Checked::Op(op, parents));
                     shape_of.push(shape);
@@ -568,7 +575,7 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
     drop(doc);
 
     // ---- pass 2: build. Only evaluating constants can still fail.
-    let mut graph = Graph::default();
+    let mut graph = if passes.merge_identical { Graph::default() } else { Graph::without_merging() };
     // Graph id of each JSON node; `u32::MAX` for one merged into another.
     let mut ids: Vec<u32> = vec![u32::MAX; n];
     // Whether a JSON node is computed from constants only (then it is
@@ -615,7 +622,7 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
         };
         ids[i] = id;
     }
-    Plan::build(&graph, ids[root], &params, &inputs).map_err(|e| Error(format!("compileFromJSON: {e}")))
+    Plan::build_with(&graph, ids[root], &params, &inputs, passes).map_err(|e| Error(format!("compileFromJSON: {e}")))
 }
 
 #[cfg(test)]

@@ -232,7 +232,7 @@ impl Op {
                 }
             }
             Op::Reshape(to) => {
-                if to.size() == p[0].size() {
+                if to.checked_size() == Some(p[0].size()) {
                     Ok(to)
                 } else {
                     fail!("reshape: cannot view {} elements as {}", p[0].size(), to)
@@ -247,8 +247,9 @@ impl Op {
                     if size[axis] == 0 {
                         return fail!("slice: start must be a non-negative integer and size a positive integer");
                     }
-                    let end = start[axis].saturating_add(size[axis]);
-                    if end > d {
+                    // Widened, so that the sum is exact.
+                    let end = start[axis] as u128 + size[axis] as u128;
+                    if end > d as u128 {
                         return fail!("slice: [{}, {}) exceeds axis {} of {}", start[axis], end, axis, p[0]);
                     }
                 }
@@ -328,6 +329,7 @@ fn solve_shape(name: &str, t: Shape, b: Shape) -> Result<Shape> {
 }
 
 fn concat_shape(p: &[Shape], axis: u8) -> Result<Shape> {
+    let too_large = || fail!("concat: result is too large");
     let Some(&first) = p.first() else {
         return fail!("concat: needs a non-empty array of parts");
     };
@@ -337,7 +339,8 @@ fn concat_shape(p: &[Shape], axis: u8) -> Result<Shape> {
             if s.rank() == 2 {
                 return fail!("concat: parts must all be scalars and vectors, or all matrices; got {s}");
             }
-            total += s.size();
+            let Some(sum) = total.checked_add(s.size()) else { return too_large() };
+            total = sum;
         }
         return Ok(Shape::Vector(total));
     }
@@ -353,7 +356,8 @@ fn concat_shape(p: &[Shape], axis: u8) -> Result<Shape> {
         if !other {
             return fail!("concat: parts must agree on axis {}, got {} and {}", 1 - axis, first, s);
         }
-        *along += if axis == 0 { m } else { n };
+        let Some(sum) = along.checked_add(if axis == 0 { m } else { n }) else { return too_large() };
+        *along = sum;
     }
-    Shape::from_dims(&[rows, cols]).ok_or_else(|| super::error::Error("concat: result is too large".into()))
+    Shape::from_dims(&[rows, cols]).map_or_else(too_large, Ok)
 }

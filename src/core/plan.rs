@@ -40,6 +40,8 @@ impl Default for Passes {
     }
 }
 
+/// `Clone` gives each thread of a batch its own arena (src/batch.rs).
+#[derive(Clone)]
 pub struct Plan {
     graph: Graph,
     adj: Vec<f64>,
@@ -201,6 +203,11 @@ impl Plan {
     /// Op nodes evaluated on every replay (what constant folding reduces).
     pub fn evaluated(&self) -> usize {
         self.forward.len()
+    }
+
+    /// Values the plan holds: every node's value and scratch.
+    pub fn held(&self) -> usize {
+        self.graph.values.len() + self.graph.aux.len()
     }
 
     /// Number of nodes kept, for tests of the optimizer.

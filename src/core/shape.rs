@@ -23,13 +23,20 @@ impl Shape {
         }
     }
 
-    pub fn size(self) -> usize {
+    /// The number of elements, `None` when it does not fit a `usize`.
+    pub fn checked_size(self) -> Option<usize> {
         match self {
-            Shape::Scalar => 1,
-            Shape::Vector(n) => n,
-            // Saturating: a hostile shape must not wrap round to a small size.
-            Shape::Matrix(m, n) => m.saturating_mul(n),
+            Shape::Scalar => Some(1),
+            Shape::Vector(n) => Some(n),
+            Shape::Matrix(m, n) => m.checked_mul(n),
         }
+    }
+
+    /// The number of elements of a shape a value has, which is at most
+    /// `MAX_ELEMENTS`. Saturates for any other shape, so that a size check
+    /// still refuses it; where a shape is not yet checked, use `checked_size`.
+    pub fn size(self) -> usize {
+        self.checked_size().unwrap_or(usize::MAX)
     }
 
     /// The dimensions as a list, `[]`, `[n]` or `[m, n]`.
@@ -67,8 +74,7 @@ impl Shape {
             [m, n] => Shape::Matrix(m, n),
             _ => return None,
         };
-        let size = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
-        (size <= MAX_ELEMENTS).then_some(shape)
+        (shape.checked_size()? <= MAX_ELEMENTS).then_some(shape)
     }
 }
 

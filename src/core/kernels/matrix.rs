@@ -184,6 +184,9 @@ pub fn matvec_t_acc(k: usize, a: &[f64], g: &[f64], d: &mut [f64]) {
 }
 
 pub fn transpose(m: usize, n: usize, a: &[f64], out: &mut [f64]) {
+    if n == 0 {
+        return; // no columns: nothing to move, however many rows
+    }
     for i in 0..m {
         for j in 0..n {
             out[j * m + i] = a[i * n + j];
@@ -193,6 +196,9 @@ pub fn transpose(m: usize, n: usize, a: &[f64], out: &mut [f64]) {
 
 /// out += Aᵀ for row-major A [m×n] (the adjoint of transpose).
 pub fn add_transposed(m: usize, n: usize, a: &[f64], out: &mut [f64]) {
+    if n == 0 {
+        return;
+    }
     for i in 0..m {
         for j in 0..n {
             out[j * m + i] += a[i * n + j];
@@ -216,7 +222,8 @@ pub fn for_block(cols: usize, start: [usize; 2], size: [usize; 2], vector: bool,
 /// Visit each of `count` parts of a concatenation, part `k` laid out as
 /// `dims(k)` = (rows, cols): `f(part, offset in the part, offset in the
 /// result, length)` over row pieces, so the forward copy and the adjoint
-/// split walk the same layout.
+/// split walk the same layout. The work is O(parts + values): a part with
+/// no columns is not walked row by row.
 pub fn for_concat(
     count: usize,
     dims: impl Fn(usize) -> (usize, usize),
@@ -238,8 +245,10 @@ pub fn for_concat(
     let mut col = 0;
     for k in 0..count {
         let (r, c) = dims(k);
-        for i in 0..r {
-            f(k, i * c, i * total + col, c);
+        if c > 0 {
+            for i in 0..r {
+                f(k, i * c, i * total + col, c);
+            }
         }
         col += c;
     }

@@ -132,9 +132,34 @@ pub fn forward(op: Op, p: &Inputs, out: &mut [f64], aux: &mut [f64]) -> Result<(
     Ok(())
 }
 
+/// Accumulate the adjoint `g` of a node whose value is `out` into the
+/// adjoint of each parent that `needs` one, in `adj` (laid out like the
+/// values, so each parent's adjoint is at its value's offset).
+pub fn adjoint(op: Op, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [f64], needs: impl Fn(u32) -> bool, adj: &mut [f64]) {
+    if let Op::Concat { axis } = op {
+        // One walk over the parts for all of them: a walk per part would be
+        // quadratic in the number of parts.
+        let matrix = p.shape(0).rank() == 2;
+        matrix::for_concat(p.parents.len(), |k| p.dims(k), axis, matrix, |k, from, to, len| {
+            let parent = p.parents[k];
+            if needs(parent) {
+                let at = p.nodes[parent as usize].val + from;
+                matrix::axpy(1.0, &g[to..to + len], &mut adj[at..at + len])
+            }
+        });
+        return;
+    }
+    prepare_adjoint(op, p, g, aux);
+    for (k, &parent) in p.parents.iter().enumerate() {
+        if needs(parent) {
+            parent_adjoint(op, k, p, out, g, aux, &mut adj[p.nodes[parent as usize].range()]);
+        }
+    }
+}
+
 /// Work an op's adjoint shares between its parents, done once per sweep
-/// before `adjoint` is called for each parent: B̄ for the solves.
-pub fn prepare_adjoint(op: Op, p: &Inputs, g: &[f64], aux: &mut [f64]) {
+/// before `parent_adjoint` is called for each parent: B̄ for the solves.
+fn prepare_adjoint(op: Op, p: &Inputs, g: &[f64], aux: &mut [f64]) {
     match op {
         Op::TriangularSolve { lower } => {
             let n = p.shape(0).rows_cols().0;
@@ -153,10 +178,11 @@ pub fn prepare_adjoint(op: Op, p: &Inputs, g: &[f64], aux: &mut [f64]) {
 
 /// Accumulate into `d` the adjoint of parent `k`, given the node's value
 /// `out` and adjoint `g`.
-pub fn adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [f64], d: &mut [f64]) {
+fn parent_adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [f64], d: &mut [f64]) {
     let v = |k: usize| p.val(k);
     match op {
-        Op::Leaf | Op::Input | Op::Const | Op::External => {}
+        // Concat's parents are served all at once, by `adjoint`.
+        Op::Leaf | Op::Input | Op::Const | Op::External | Op::Concat { .. } => {}
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => {
             let Ok((_, bc)) = broadcast(op.name(), p.shape(0), p.shape(1)) else { return };
             let (a, b) = (p.val(0), p.val(1));
@@ -233,14 +259,6 @@ pub fn adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [
             let vector = p.shape(0).rank() == 1;
             matrix::for_block(p.shape(0).rows_cols().1, start, size, vector, |src, dst, len| {
                 matrix::axpy(1.0, &g[dst..dst + len], &mut d[src..src + len])
-            })
-        }
-        Op::Concat { axis } => {
-            let matrix = p.shape(0).rank() == 2;
-            matrix::for_concat(p.parents.len(), |k| p.dims(k), axis, matrix, |part, from, to, len| {
-                if part == k {
-                    matrix::axpy(1.0, &g[to..to + len], &mut d[from..from + len])
-                }
             })
         }
         Op::Cholesky => linalg::cholesky_adjoint(out, g, p.shape(0).rows_cols().0, aux, d),
