@@ -13,24 +13,30 @@ use crate::fail;
 use std::cell::RefCell;
 
 /// A shape from its rank and first two dimensions, as JavaScript passes it.
+/// A dimension past a usize (past 2^32 - 1 under WebAssembly) is reported
+/// like a shape past the cap on values.
 pub fn shape(rank: u32, d0: f64, d1: f64) -> Result<Shape> {
-    let dim = |d: f64| -> Result<usize> {
-        if d >= 0.0 && d.fract() == 0.0 && d <= usize::MAX as f64 {
-            Ok(d as usize)
-        } else {
-            fail!("shape entries must be non-negative integers, got {d}")
-        }
-    };
-    let dims = match rank {
-        0 => vec![],
-        1 => vec![dim(d0)?],
-        2 => vec![dim(d0)?, dim(d1)?],
+    let given: &[f64] = match rank {
+        0 => &[],
+        1 => &[d0],
+        2 => &[d0, d1],
         _ => return fail!("rank is capped at 2"),
     };
-    Shape::from_dims(&dims).ok_or_else(|| {
-        let list = dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
+    let too_large = || {
+        let list = given.iter().map(|&d| js_number(d)).collect::<Vec<_>>().join(", ");
         Error(format!("shape [{list}] is too large"))
-    })
+    };
+    let mut dims = [0usize; 2];
+    for (dim, &d) in dims.iter_mut().zip(given) {
+        if !(d >= 0.0 && d.fract() == 0.0) {
+            return fail!("shape entries must be non-negative integers, got {}", js_number(d));
+        }
+        if d >= usize::MAX as f64 {
+            return Err(too_large());
+        }
+        *dim = d as usize;
+    }
+    Shape::from_dims(&dims[..given.len()]).ok_or_else(too_large)
 }
 
 /// Ops without static arguments, numbered by their position here; JavaScript

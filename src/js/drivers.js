@@ -3,7 +3,7 @@
 // (valueAndGrad, grad, jacobian).
 
 import { N } from './binding.js';
-import { fmtShape, formOf, isMapForm, shapeGradient, sizeOf, toNested } from './forms.js';
+import { fmtShape, formOf, isMapForm, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
 import {
   CONST,
   LEAF,
@@ -44,14 +44,14 @@ function bindSlots(t, s, kind) {
   const vars = s.values.map((v, i) => leafVar(t, kind, asTensor(v, s.names[i])));
   if (!s.map) return { vars, arg: vars[0] };
   const arg = {};
-  s.keys.forEach((k, i) => (arg[k] = vars[i]));
+  s.keys.forEach((k, i) => setOwn(arg, k, vars[i]));
   return { vars, arg };
 }
 
 function assemble(s, grads) {
   if (!s.map) return grads[0];
   const out = {};
-  s.keys.forEach((k, i) => (out[k] = grads[i]));
+  s.keys.forEach((k, i) => setOwn(out, k, grads[i]));
   return out;
 }
 

@@ -113,11 +113,16 @@ function copyRows(x, dst, off, name) {
   }
 }
 
+/** The most rows a matrix is returned with as nested arrays (the core's cap on values). */
+const MAX_ROWS = 2 ** 28;
+
 export function toNested(t) {
   const { data, shape } = t;
   if (shape.length === 0) return data[0];
   if (shape.length === 1) return Array.from(data);
   const [m, n] = shape;
+  // A [m×0] matrix holds no values, so only its row count can be huge.
+  if (m > MAX_ROWS) throw new Error(`value of shape ${fmtShape(shape)} has too many rows to return as nested arrays`);
   const rows = new Array(m);
   for (let i = 0; i < m; i++) rows[i] = Array.from(data.subarray(i * n, (i + 1) * n));
   return rows;
@@ -131,6 +136,15 @@ export function formOf(v) {
   if (v instanceof Float64Array) return 'flat';
   if (Array.isArray(v)) return isRow(v[0]) ? 'nested' : 'flat';
   return 'tensor';
+}
+
+/**
+ * `obj[k] = v` as an own, enumerable property for any key: assigning to
+ * `__proto__` would set the prototype instead, and lose the entry.
+ */
+export function setOwn(obj, k, v) {
+  if (k === '__proto__') Object.defineProperty(obj, k, { value: v, enumerable: true, writable: true, configurable: true });
+  else obj[k] = v;
 }
 
 export const isMapForm = (x) =>

@@ -11,6 +11,7 @@ import {
   isMapForm,
   isRow,
   isTensor,
+  setOwn,
   shapeGradient,
   shapeOf,
   sizeOf,
@@ -168,7 +169,7 @@ export class Replay {
     if (!this.map) return { value, gradient: grads[0] };
     // The caller's key order, which may differ from the one traced.
     const gradient = {};
-    for (const k of Object.keys(x)) gradient[k] = grads[this.slot.get(k)];
+    for (const k of Object.keys(x)) setOwn(gradient, k, grads[this.slot.get(k)]);
     return { value, gradient };
   }
 

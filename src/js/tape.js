@@ -207,14 +207,15 @@ const CACHE_FROM = 64;
 
 function sameContents(x, data) {
   if (!isRow(x[0])) {
-    for (let i = 0; i < x.length; i++) if (x[i] !== data[i]) return false;
+    // Object.is: an edit from 0 to -0 is a change (and NaN equals NaN).
+    for (let i = 0; i < x.length; i++) if (!Object.is(x[i], data[i])) return false;
     return true;
   }
   const n = x[0].length;
   for (let i = 0, k = 0; i < x.length; i++) {
     const row = x[i];
     if (row.length !== n) return false;
-    for (let j = 0; j < n; j++, k++) if (row[j] !== data[k]) return false;
+    for (let j = 0; j < n; j++, k++) if (!Object.is(row[j], data[k])) return false;
   }
   return true;
 }

@@ -1,0 +1,98 @@
+// Careless and hostile input through the public API (issue 11): each case
+// here failed before it was fixed, by a wrong answer, a hang or an abort.
+// Under TANGENT_GRAD_WASM=1 the same cases run against the WebAssembly core,
+// whose usize is 32 bits: a dimension past 2^32 - 1 is an Error there.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as G from '../index.js';
+import { N } from '../src/js/binding.js';
+
+const wasm = process.env.TANGENT_GRAD_WASM === '1';
+
+/** `fn` finishes within `ms` (generous: the point is that it does not hang). */
+function quick(fn, ms = 2000) {
+  const t0 = performance.now();
+  const out = fn();
+  const took = performance.now() - t0;
+  assert.ok(took < ms, `took ${took.toFixed(0)} ms`);
+  return out;
+}
+
+test('a parameter named __proto__ keeps its gradient, eager, compiled and rebuilt', () => {
+  const p = JSON.parse('{"__proto__": 3, "b": 2}');
+  const f = (q) => G.add(G.square(q['__proto__']), G.mul(q.b, 3));
+  const compiled = G.compile(f);
+  const rebuilt = G.compileFromJSON((compiled(p), compiled.toJSON()));
+  for (const r of [G.valueAndGrad(f)(p), compiled(p), rebuilt(p)]) {
+    assert.equal(r.value, 15);
+    assert.deepEqual(Object.keys(r.gradient), ['__proto__', 'b']);
+    assert.equal(Object.getOwnPropertyDescriptor(r.gradient, '__proto__').value, 6);
+    assert.equal(r.gradient.b, 3);
+    assert.equal(Object.getPrototypeOf(r.gradient), Object.prototype);
+  }
+});
+
+test('the captured-array cache sees an edit from 0 to -0', () => {
+  const w = new Array(100).fill(0);
+  const vg = G.valueAndGrad((x) => G.mul(x, G.sum(G.div(1, w))));
+  assert.equal(vg(1).value, Infinity);
+  w.fill(-0);
+  assert.equal(vg(1).value, -Infinity);
+});
+
+test('a slice list of length 2^31 - 1 is an Error before anything is allocated', () => {
+  const s = [];
+  s.length = 2 ** 31 - 1;
+  quick(() => assert.throws(() => G.slice([1, 2, 3], s, [1]), { message: 'slice: start and size need 1 entry for a [3] operand' }));
+});
+
+test('the binding revalidates what the JS layer checks: reshape dimensions', () => {
+  const t = N.tapeNew();
+  try {
+    const a = N.tapeLeaf(t, 0, new Float64Array(6), 1, 6, 0);
+    for (const [d0, d1] of [[2.9, 2], [-5, 1], [NaN, 1], [2, Infinity]]) {
+      assert.throws(() => N.tapeReshape(t, a, 2, d0, d1), { message: 'reshape: shape must be up to two positive integers' });
+    }
+    assert.throws(() => N.tapeReshape(t, a, 3, 1, 1), { message: 'reshape: shape must be up to two positive integers' });
+    assert.deepEqual(N.tapeShape(t, N.tapeReshape(t, a, 2, 2, 3)), [2, 3]);
+  } finally {
+    N.tapeFree(t);
+  }
+});
+
+test('dimensions are never cut to 32 bits', () => {
+  const z = G.zeros([2 ** 40, 0]);
+  if (wasm) {
+    assert.throws(() => G.transpose(z), { message: 'shape [1099511627776, 0] is too large' });
+  } else {
+    assert.deepEqual(G.transpose(z).shape, [0, 2 ** 40]);
+    const r = G.compile((x) => G.sum(x))(G.zeros([2 ** 32 + 5, 0]));
+    assert.equal(r.value, 0);
+    assert.deepEqual(r.gradient.shape, [2 ** 32 + 5, 0]);
+  }
+});
+
+test('a value with more rows than nested arrays can hold is an Error, not a heap exhausted', () => {
+  const f = G.compile((x) => x);
+  quick(() => assert.throws(() => f.value(G.zeros([2 ** 31, 0])), { message: 'value of shape [2147483648×0] has too many rows to return as nested arrays' }));
+});
+
+test('concat: dimension sums are checked, and empty rows are not walked', () => {
+  // Columns that sum past a usize (2^64 natively, 2^32 under WebAssembly).
+  const q = wasm ? G.zeros([0, 2 ** 31]) : G.zeros([0, 2 ** 62]);
+  const parts = wasm ? [q, q] : [q, q, q, q];
+  assert.throws(() => G.concat(parts, { axis: 1 }), { message: 'concat: result is too large' });
+  const rows = wasm ? 2 ** 31 : 2 ** 62;
+  const z = G.zeros([rows, 0]);
+  assert.deepEqual(quick(() => G.concat([z, z], { axis: 1 }).shape), [rows, 0]);
+});
+
+test('concat of many parts sweeps back in linear time', () => {
+  const n = 40000;
+  const xs = Array.from({ length: n }, (_, i) => i / n);
+  const vg = G.compile((p) => G.sum(G.mul(G.concat(Array.from({ length: n }, (_, i) => G.slice(p, [i], [1]))), 2)));
+  const r = quick(() => vg(xs), 5000);
+  assert.equal(r.gradient.length, n);
+  assert.ok(r.gradient.every((g) => g === 2));
+});
