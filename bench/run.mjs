@@ -20,8 +20,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import os from 'node:os';
-import { performance } from 'node:perf_hooks';
 import * as G from '../index.js';
+import { measure } from './measure.mjs';
 import {
   regressionData, regression, regressionParams, regressionHand, gpData, gp, mlpSetup, mlp,
 } from './models.mjs';
@@ -39,40 +39,8 @@ if (unknown.length > 0) {
 
 // ---------------------------------------------------------------- timing
 
-/** Median, min and max of µs/call over timed batches of `fn`. */
-function measure(fn, { batches = 15, batchMs = 20, warmupMs = 200 } = {}) {
-  if (quick) {
-    batches = 3;
-    batchMs = 2;
-    warmupMs = 10;
-  }
-  // Warm up (JIT, caches, the plan) for warmupMs or at least a few calls.
-  let calls = 0;
-  const w0 = performance.now();
-  while (calls < 3 || performance.now() - w0 < warmupMs) {
-    fn();
-    calls++;
-  }
-  // Size a batch: double until it takes at least batchMs.
-  let n = 1;
-  for (;;) {
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) fn();
-    const dt = performance.now() - t0;
-    if (dt >= batchMs) break;
-    n = dt <= 0 ? n * 10 : Math.max(n * 2, Math.ceil((n * batchMs * 1.1) / dt));
-  }
-  const means = [];
-  for (let b = 0; b < batches; b++) {
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) fn();
-    means.push(((performance.now() - t0) * 1000) / n);
-  }
-  means.sort((a, b) => a - b);
-  const mid = means.length >> 1;
-  const median = means.length % 2 ? means[mid] : (means[mid - 1] + means[mid]) / 2;
-  return { median, min: means[0], max: means[means.length - 1], batches, perBatch: n };
-}
+/** The timing options of a run: `--quick` makes a few short batches. */
+const timing = (batches) => (quick ? { batches: 3, batchMs: 2, warmupMs: 10 } : { batches });
 
 // ---------------------------------------------------------------- agreement
 
@@ -192,7 +160,7 @@ for (const w of selected) {
   agree(w.name, 'eager and compiled results', c, e);
   if (!Number.isFinite(e.value)) throw new Error(`${w.name}: value is ${e.value}`);
   if (s.hand) agree(w.name, 'hand-derived and eager results', s.hand(...s.handArgs), e);
-  const opts = { batches: w.batches ?? 15 };
+  const opts = timing(w.batches ?? 15);
   const te = measure(() => eager(...s.args), opts);
   const tc = measure(() => compiled(...s.args), opts);
   const th = s.hand ? measure(() => s.hand(...s.handArgs), opts) : null;
