@@ -236,14 +236,56 @@ export interface GradFn<P = any, I = any> {
   value(params: ArgFor<P>, inputs?: InputsFor<I>): Nested;
 }
 
+/** Options of `batch` and `batchAsync`. */
+export interface BatchOptions {
+  /**
+   * The most OS threads the batch is spread over: a positive integer, at most
+   * 256. Default: the machine's available parallelism; 1 is the calling thread
+   * only (for `batchAsync`, one libuv pool thread). Results do not depend on it.
+   */
+  threads?: number;
+}
+
+/** The result of a batch given as a packed `[k, n]` tensor: no per-point objects. */
+export interface PackedBatch {
+  /** The k values. */
+  values: Float64Array;
+  /** The k gradients, row after row: `{ data: Float64Array(k·n), shape: [k, n] }`. */
+  gradients: Tensor;
+}
+
+/** Many points per call, on every plan from `compile` and `compileFromJSON`. */
+export interface BatchMethods<P = any, I = any> {
+  /**
+   * Value and gradient at every point (all at one shape signature), spread
+   * over OS threads; element i is bit-identical to `f(points[i], inputs)`.
+   */
+  batch<X extends ArgFor<P>>(
+    points: ReadonlyArray<X>,
+    inputs?: InputsFor<I>,
+    options?: BatchOptions,
+  ): ValueAndGradient<GradientOf<X>>[];
+  /** The packed form, for a plan with a single `[n]` parameter: points as a `[k, n]` tensor. */
+  batch(points: Tensor, inputs?: InputsFor<I>, options?: BatchOptions): PackedBatch;
+  /** One evaluation on the libuv thread pool; the arguments are copied at the call. */
+  async<X extends ArgFor<P>>(params: X, inputs?: InputsFor<I>): Promise<ValueAndGradient<GradientOf<X>>>;
+  /** `batch` on the libuv thread pool; the arguments are copied at the call. */
+  batchAsync<X extends ArgFor<P>>(
+    points: ReadonlyArray<X>,
+    inputs?: InputsFor<I>,
+    options?: BatchOptions,
+  ): Promise<ValueAndGradient<GradientOf<X>>[]>;
+  batchAsync(points: Tensor, inputs?: InputsFor<I>, options?: BatchOptions): Promise<PackedBatch>;
+}
+
 /** `compile(f)`: traced once per shape signature, replayed natively afterwards. */
-export interface CompiledFn<P = any, I = any> extends ValueAndGradFn<P, I> {
+export interface CompiledFn<P = any, I = any> extends ValueAndGradFn<P, I>, BatchMethods<P, I> {
   /** The most recently used plan as plain, structured-clonable data. */
   toJSON(): Plan;
 }
 
 /** `compileFromJSON(plan)`: a plan rebuilt from data; only the shapes it was built for. */
-export type RebuiltFn = ValueAndGradFn<unknown, unknown>;
+export type RebuiltFn = ValueAndGradFn<unknown, unknown> & BatchMethods<unknown, unknown>;
 
 /** The `(value, gradient)` pair an MCMC potential takes; one evaluation serves both. */
 export interface ValueGradPair<P = any, I = any> {
@@ -270,6 +312,7 @@ export function valueAndGradFns<P = any, I = any>(
   options?: ValueAndGradFnsOptions,
 ): ValueGradPair<P, I> & { compiled?: CompiledFn<P, I> };
 
+export function splitValueAndGrad(vg: RebuiltFn): ValueGradPair<unknown, unknown>;
 export function splitValueAndGrad<P, I>(vg: CompiledFn<P, I>): ValueGradPair<P, I>;
 export function splitValueAndGrad<P, I>(vg: ValueAndGradFn<P, I>): ValueGradPair<P, I>;
 export function splitValueAndGrad<X, G>(

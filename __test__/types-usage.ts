@@ -15,6 +15,7 @@ import {
 } from '@tangent.to/grad';
 import type {
   Tensor, Operand, Value, Nested, Plan, PlanNode, PlanOpNode, GradientOf, CompiledFn, RebuiltFn, ValueGradPair,
+  BatchOptions, PackedBatch,
 } from '@tangent.to/grad';
 
 /** Compile-time equality: `expectType<T>()(x)` accepts x only if its type is exactly T. */
@@ -213,6 +214,40 @@ const vgSplitG: { a: number; b: number[] } = vgSplit.gradient({ a: 1, b: [2] });
 void [rbw, rbv, fromText, s3g, vgSplitG];
 // @ts-expect-error a rebuilt plan has no objective, so no toJSON
 rebuilt.toJSON();
+
+// ---------------------------------------------------------------- many points per call
+
+const ins = { x: [1, 2], y: [2, 5] };
+const many = c.batch([{ w: 2, b: [0.5, 0.5] }, { w: 1, b: [0, 1] }], ins, { threads: 2 });
+assertType<typeof many, { value: number; gradient: { w: number; b: number[] } }[]>(true);
+const manyDefault = c.batch([{ w: 2, b: new Float64Array(2) }], ins);
+const manyB: number[] = manyDefault[0].gradient.b;
+const one = c.async({ w: 2, b: [0.5, 0.5] }, ins);
+assertType<typeof one, Promise<{ value: number; gradient: { w: number; b: number[] } }>>(true);
+const later = c.batchAsync([{ w: 2, b: [0.5, 0.5] }], ins, { threads: 1 });
+assertType<typeof later, Promise<{ value: number; gradient: { w: number; b: number[] } }[]>>(true);
+const rebuiltMany = rebuilt.batch([{ w: 2, b: [0.5, 0.5] }], ins);
+const rebuiltOne = rebuilt.async({ w: 2, b: [0.5, 0.5] }, ins);
+const rebuiltLater = rebuilt.batchAsync([{ w: 2, b: [0.5, 0.5] }], ins, {});
+void [manyB, rebuiltMany, rebuiltOne, rebuiltLater];
+
+const vec = compile((q: Var) => sum(square(q)));
+const packedPoints = tensor(new Float64Array(6), [2, 3]);
+const packed: PackedBatch = vec.batch(packedPoints);
+const packedValues: Float64Array = packed.values;
+const packedGradients: Tensor = packed.gradients;
+const packedLater: Promise<PackedBatch> = vec.batchAsync(packedPoints, undefined, { threads: 2 });
+const rows: number[][] = vec.batch([[1, 2, 3], [4, 5, 6]]).map((r) => r.gradient);
+const tensors: Tensor[] = vec.batch([packedPoints, packedPoints]).map((r) => r.gradient);
+const scalars: number[] = compile((x: Var) => square(x)).batch([1, 2, 3]).map((r) => r.gradient);
+const opts: BatchOptions = { threads: 4 };
+void [packedValues, packedGradients, packedLater, rows, tensors, scalars, opts];
+// @ts-expect-error threads is a number
+vec.batch([[1]], undefined, { threads: '2' });
+// @ts-expect-error points are an array of parameter values or a tensor
+vec.batch(5);
+// @ts-expect-error async takes one point, not an array of maps
+c.async([{ w: 2, b: [0.5, 0.5] }], ins);
 // @ts-expect-error not a plan
 compileFromJSON({ version: 3, nodes: [], root: 0 });
 // @ts-expect-error compile needs a function

@@ -1,8 +1,10 @@
 //! @tangent.to/grad: a reverse-mode automatic differentiation core in pure
 //! Rust (`core`), the calls both bindings share (`api`), and the two thin
 //! bindings: napi for Node (`binding`), the C ABI for WebAssembly (`wasm`).
+//! `batch` evaluates a plan at many points per call, on many threads.
 
 mod api;
+pub mod batch;
 pub mod core;
 #[cfg(feature = "node")]
 mod binding;

@@ -4,7 +4,7 @@
 import { N } from './binding.js';
 import { checkInputs, evaluate, record } from './drivers.js';
 import { HAND_BUILT, serialize } from './plans.js';
-import { Replay, signature } from './replay.js';
+import { Replay, batchPoints, eagerBatch, emptyBatch, pointError, settle, signature } from './replay.js';
 import { INPUT } from './tape.js';
 
 const MAX_PLANS = 8;
@@ -67,6 +67,34 @@ export function compile(f) {
     if (entry === null) return evaluate(f, x, inputs, false, 'compile');
     return entry.replay.value(x, inputs);
   };
+  // Many points per call (README "Many points per call"): traced at point 0
+  // when no plan has its signature; every point must share that signature.
+  const batchEntry = (b, inputs, label) => {
+    if (inputs !== undefined) checkInputs(inputs, 'compile');
+    try {
+      return eager ? null : entryFor(b.sample, inputs);
+    } catch (e) {
+      throw pointError(label, 0, e);
+    }
+  };
+  const misfit = (points, label) => (i, x) =>
+    new Error(`${label}: point ${i} is shaped ${signature(x)}, unlike point 0 (${signature(points[0])}); a batch evaluates one shape signature`);
+  const batchWith = (method, label, points, inputs, options) => {
+    const b = batchPoints(points, options, label);
+    if (b.k === 0) return emptyBatch(b);
+    const entry = batchEntry(b, inputs, label);
+    if (entry === null) return eagerBatch(c, points, b, inputs, label);
+    return entry.replay[method](points, b, inputs, label, 'compile', misfit(points, label));
+  };
+  c.batch = (points, inputs, options) => batchWith('batch', 'batch', points, inputs, options);
+  c.batchAsync = (points, inputs, options) => settle(() => batchWith('batchAsync', 'batchAsync', points, inputs, options));
+  c.async = (x, inputs) =>
+    settle(() => {
+      const entry = eager ? null : entryFor(x, inputs);
+      if (entry === null) return c(x, inputs);
+      const b = { packed: false, k: 1, threads: 1, sample: x };
+      return entry.replay.batchAsync([x], b, inputs, '', 'compile', null).then((r) => r[0]);
+    });
   c.toJSON = () => {
     if (eager) throw new Error(HAND_BUILT);
     if (last === null) throw new Error('toJSON: call the compiled function once first, so the graph is built.');

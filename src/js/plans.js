@@ -3,7 +3,7 @@
 
 import { N } from './binding.js';
 import { checkInputs } from './drivers.js';
-import { Replay, sigOfShape, signature } from './replay.js';
+import { Replay, batchPoints, emptyBatch, pointError, settle, sigOfShape, signature } from './replay.js';
 
 export const HAND_BUILT =
   "toJSON: this objective holds a node built outside this package's ops, which cannot be replayed or serialized.";
@@ -114,5 +114,35 @@ export function compileFromJSON(json) {
     check(x, ins);
     return replay.value(x, ins);
   };
+  // Many points per call: every point at the plan's shapes; point i's
+  // misfit says what a single call there would.
+  const misfit = (label, ins) => (i, x) => {
+    try {
+      check(x, ins);
+    } catch (e) {
+      return pointError(label, i, e);
+    }
+    return new Error(`${label}: point ${i} does not match the plan's shapes`);
+  };
+  const batchWith = (method, label, points, ins, options) => {
+    const b = batchPoints(points, options, label);
+    if (ins !== undefined) checkInputs(ins, 'compileFromJSON');
+    if (b.k === 0) return emptyBatch(b);
+    if (b.packed) replay.checkPacked(b, label);
+    try {
+      check(b.sample, ins);
+    } catch (e) {
+      throw pointError(label, 0, e);
+    }
+    return replay[method](points, b, ins, label, 'compileFromJSON', misfit(label, ins));
+  };
+  r.batch = (points, ins, options) => batchWith('batch', 'batch', points, ins, options);
+  r.batchAsync = (points, ins, options) => settle(() => batchWith('batchAsync', 'batchAsync', points, ins, options));
+  r.async = (x, ins) =>
+    settle(() => {
+      check(x, ins);
+      const b = { packed: false, k: 1, threads: 1, sample: x };
+      return replay.batchAsync([x], b, ins, '', 'compileFromJSON', null).then((out) => out[0]);
+    });
   return r;
 }

@@ -179,4 +179,281 @@ export class Replay {
     N.planForward(this.plan, this.flat, views, this.layout, out);
     return toNested({ data: out, shape: this.rootShape });
   }
+
+  // ------------------------------------------------ many points per call (README "Many points per call")
+
+  /** The plan's replicas for batch and async calls (src/batch.rs), made at the first. */
+  pool() {
+    if (this._pool === undefined) this._pool = N.planPool(this.plan);
+    return this._pool;
+  }
+
+  /** Values one point's parameters take. */
+  width() {
+    return this.offsets[this.shapes.length] ?? this.flat.length;
+  }
+
+  /** Whether a point's parameters have the plan's shapes. */
+  fitsParams(x) {
+    return this.map ? isMapForm(x) && this.fitsMap(x, this.keys, this.shapes) : sameShape(x, this.shapes[0]);
+  }
+
+  /** Throw the error a single call would give for this point's forms, if any. */
+  checkForms(x) {
+    if (!this.map) {
+      shapeOf(x, 'parameter');
+      return;
+    }
+    if (!isMapForm(x)) throw new Error('parameter must be a {name: value} map, like the plan it was built for');
+    for (const k of Object.keys(x)) shapeOf(x[k], `parameter "${k}"`);
+  }
+
+  /** Write slot i's value (shape already checked) into dst at off. */
+  packSlot(i, v, name, dst, off) {
+    if (typeof v === 'number') {
+      dst[off] = v;
+      return;
+    }
+    const data = v instanceof Float64Array ? v : isTensor(v) ? v.data : null;
+    if (data !== null) {
+      const shape = i < this.shapes.length ? this.shapes[i] : this.inputShapes[i - this.shapes.length];
+      if (data.length !== sizeOf(shape)) throw new Error(`data length ${data.length} does not match shape ${fmtShape(shape)}`);
+      dst.set(data, off);
+      return;
+    }
+    shapeOf(v, name);
+    copyInto(v, dst, off, name);
+  }
+
+  packPoint(x, dst, base) {
+    if (!this.map) {
+      this.packSlot(0, x, 'parameter', dst, base);
+      return;
+    }
+    for (let j = 0; j < this.keys.length; j++) this.packSlot(j, x[this.keys[j]], this.paramNames[j], dst, base + this.offsets[j]);
+  }
+
+  packInputs(inputs) {
+    const np = this.shapes.length;
+    const from = this.width();
+    const out = new Float64Array(this.flat.length - from);
+    for (let j = 0; j < this.inputKeys.length; j++) {
+      this.packSlot(np + j, inputs[this.inputKeys[j]], this.inputNames[j], out, this.offsets[np + j] - from);
+    }
+    return out;
+  }
+
+  /** Point i's value and gradient, in the forms of x (the point, or its snapshot). */
+  unpackPoint(x, values, grads, i) {
+    const base = i * this.width();
+    if (!this.map) return { value: values[i], gradient: this.gradientIn(0, x, grads, base) };
+    // The caller's key order; usually the traced one, which skips a lookup.
+    const gradient = {};
+    const keys = this.keys;
+    const order = Object.keys(x);
+    for (let n = 0; n < order.length; n++) {
+      const k = order[n];
+      const j = keys[n] === k ? n : this.slot.get(k);
+      setOwn(gradient, k, this.gradientIn(j, x[k], grads, base + this.offsets[j]));
+    }
+    return { value: values[i], gradient };
+  }
+
+  gradientIn(j, v, src, off) {
+    if (typeof v === 'number') return src[off];
+    const form = formOf(v);
+    const shape = this.shapes[j];
+    if (form === 'tensor') return { data: src.slice(off, off + sizeOf(shape)), shape: [...shape] };
+    return shapeGradient(form, shape, src, off);
+  }
+
+  /** A [k, n] tensor of points needs a plan with a single [n] parameter. */
+  checkPacked(b, label) {
+    const s = this.shapes;
+    if (!this.map && s.length === 1 && s[0].length === 1 && s[0][0] === b.n) return;
+    const takes = this.map ? `{${this.keys.map((key, j) => `${key}: ${fmtShape(s[j])}`).join(', ')}}` : fmtShape(s[0]);
+    throw new Error(`${label}: a [${b.k}×${b.n}] tensor of points needs a plan with one [${b.n}] parameter; this one takes ${takes}`);
+  }
+
+  /**
+   * Pack a batch: { params, inputs }. `label` prefixes errors naming a
+   * point ('' for a single async call: its messages are the call's own);
+   * `misfit(i, x)` is the error for point i at another shape signature.
+   */
+  packBatch(points, b, inputs, label, where, misfit) {
+    if (this.rootShape.length !== 0) throw scalarRootError(where, this.rootShape);
+    const width = this.width();
+    const k = b.k;
+    if (k * width > MAX_VALUES) {
+      throw new Error(`${label || 'async'}: ${k} points of ${width} values are more than the ${MAX_VALUES} values a batch takes`);
+    }
+    const at = (i, e) => (label ? pointError(label, i, e) : e);
+    let params;
+    if (b.packed) {
+      this.checkPacked(b, label);
+      params = b.data; // read in place by a synchronous batch, copied at the call by an async one
+    } else {
+      params = new Float64Array(k * width);
+      for (let i = 0; i < k; i++) {
+        const x = points[i];
+        if (!this.fitsParams(x)) {
+          try {
+            this.checkForms(x);
+          } catch (e) {
+            throw at(i, e);
+          }
+          throw misfit(i, x);
+        }
+        try {
+          this.packPoint(x, params, i * width);
+        } catch (e) {
+          throw at(i, e);
+        }
+      }
+    }
+    return { params, inputs: this.packInputs(inputs) };
+  }
+
+  /** `batch`: every point on up to b.threads threads; results in the points' forms. */
+  batch(points, b, inputs, label, where, misfit) {
+    const { params, inputs: ins } = this.packBatch(points, b, inputs, label, where, misfit);
+    const k = b.k;
+    const values = new Float64Array(k);
+    const grads = new Float64Array(params.length);
+    N.planBatch(this.pool(), params, ins, k, b.threads, label, values, grads);
+    if (b.packed) return { values, gradients: { data: grads, shape: [k, b.n] } };
+    const out = new Array(k);
+    for (let i = 0; i < k; i++) out[i] = this.unpackPoint(points[i], values, grads, i);
+    return out;
+  }
+
+  /** `batchAsync` (and `async`, one point with label ''): arguments copied at the call. */
+  batchAsync(points, b, inputs, label, where, misfit) {
+    const { params, inputs: ins } = this.packBatch(points, b, inputs, label, where, misfit);
+    const k = b.k;
+    const forms = b.packed ? null : Array.from({ length: k }, (_, i) => snapshot(points[i], this.map));
+    return N.planBatchAsync(this.pool(), params, ins, k, b.threads, label).then((out) => {
+      if (b.packed) return { values: out.slice(0, k), gradients: { data: out.slice(k), shape: [k, b.n] } };
+      const values = out.subarray(0, k);
+      const grads = out.subarray(k);
+      const results = new Array(k);
+      for (let i = 0; i < k; i++) results[i] = this.unpackPoint(forms[i], values, grads, i);
+      return results;
+    });
+  }
 }
+
+// ---------------------------------------------------------------- many points per call
+
+/** The most points one batch takes, and the most values its parameters may hold (as src/batch.rs). */
+export const MAX_POINTS = 2 ** 24;
+export const MAX_VALUES = 2 ** 28;
+export const MAX_THREADS = 256;
+
+const show = (v) =>
+  typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : v === null || typeof v !== 'object' ? String(v) : typeof v;
+
+/** `options.threads` checked: 0 for the default (the machine's available parallelism). */
+function threadsOption(options, label) {
+  if (options === undefined || options === null) return 0;
+  if (typeof options !== 'object') throw new Error(`${label}: options must be an object, got ${typeof options}`);
+  const t = options.threads;
+  if (t === undefined) return 0;
+  if (typeof t !== 'number' || !Number.isInteger(t) || t < 1) {
+    throw new Error(`${label}: options.threads must be a positive integer, got ${typeof t === 'symbol' ? 'a symbol' : show(t)}`);
+  }
+  if (t > MAX_THREADS) throw new Error(`${label}: options.threads is ${t}, more than the ${MAX_THREADS} a batch may use`);
+  return t;
+}
+
+/**
+ * A batch's points, read once: an array of points (`packed` false), or a
+ * `[k, n]` tensor (`packed` true, with `data` and `n`). `sample` is point 0
+ * (for a tensor, its first row as a `[n]` tensor), null when k = 0.
+ */
+export function batchPoints(points, options, label) {
+  const threads = threadsOption(options, label);
+  if (Array.isArray(points)) {
+    const k = points.length;
+    if (k > MAX_POINTS) throw new Error(`${label}: ${k} points are more than the ${MAX_POINTS} a batch takes`);
+    return { packed: false, k, threads, sample: k > 0 ? points[0] : null };
+  }
+  if (isTensor(points)) {
+    const data = points.data;
+    const shape = points.shape;
+    const [k, n] = shape;
+    if (shape.length !== 2 || !Number.isInteger(k) || k < 0 || !Number.isInteger(n) || n < 1) {
+      throw new Error(`${label}: a tensor of points must be shaped [k, n] (k points of a [n] vector), got ${fmtShape(shape)}`);
+    }
+    if (k > MAX_POINTS) throw new Error(`${label}: ${k} points are more than the ${MAX_POINTS} a batch takes`);
+    if (data.length !== k * n) throw new Error(`${label}: data length ${data.length} does not match shape [${k}×${n}]`);
+    return { packed: true, k, n, data, threads, sample: k > 0 ? { data: data.subarray(0, n), shape: [n] } : null };
+  }
+  throw new Error(
+    `${label}: points must be an array of parameter values, or a [k, n] tensor for a plan with one vector parameter; got ${
+      points === null ? 'null' : typeof points
+    }`,
+  );
+}
+
+/** Point i's error: `label: point i: message`. */
+export function pointError(label, i, e) {
+  return new Error(`${label}: point ${i}: ${e?.message ?? String(e)}`);
+}
+
+/** A Promise of fn(): a synchronous throw becomes a rejection. */
+export function settle(fn) {
+  try {
+    return Promise.resolve(fn());
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
+/**
+ * A batch through `c` one point at a time: compile's fallback for an
+ * objective holding hand-built nodes, which no plan can replay.
+ */
+export function eagerBatch(c, points, b, inputs, label) {
+  const one = (x, i) => {
+    try {
+      return c(x, inputs);
+    } catch (e) {
+      throw pointError(label, i, e);
+    }
+  };
+  const k = b.k;
+  if (!b.packed) {
+    const out = new Array(k);
+    for (let i = 0; i < k; i++) out[i] = one(points[i], i);
+    return out;
+  }
+  const n = b.n;
+  const values = new Float64Array(k);
+  const grads = new Float64Array(k * n);
+  for (let i = 0; i < k; i++) {
+    const r = one({ data: b.data.slice(i * n, (i + 1) * n), shape: [n] }, i);
+    values[i] = r.value;
+    grads.set(r.gradient.data, i * n);
+  }
+  return { values, gradients: { data: grads, shape: [k, n] } };
+}
+
+/** The result of a batch of no points, in its form. */
+export function emptyBatch(b) {
+  return b.packed ? { values: new Float64Array(0), gradients: { data: new Float64Array(0), shape: [0, b.n] } } : [];
+}
+
+/** A value's form only, for unpacking results after the caller may have changed its arguments. */
+function formPlaceholder(v) {
+  const form = formOf(v);
+  return form === 'number' ? 0 : form === 'flat' ? [] : form === 'nested' ? [[]] : {};
+}
+
+function snapshot(x, map) {
+  if (!map) return formPlaceholder(x);
+  const s = {};
+  for (const k of Object.keys(x)) setOwn(s, k, formPlaceholder(x[k]));
+  return s;
+}
+

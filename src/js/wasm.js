@@ -263,7 +263,47 @@ export function loadWasm(bytes = wasmBytes()) {
       get64(2, out);
     },
     planRootShape: (h) => dims(X.plan_root_shape(h.p)),
+
+    // Many points per call, on this one thread: the plan is its own pool.
+    planPool: (h) => h,
+    planBatch(h, params, inputs, k, threads, label, values, grads) {
+      batchInto(h, params, inputs, k, label);
+      heap();
+      const p2 = at[2] >>> 3;
+      values.set(f64.subarray(p2, p2 + k));
+      grads.set(f64.subarray(p2 + k, p2 + k + params.length));
+    },
+    /** Computed at the call, synchronously: the Promise is settled when returned. */
+    planBatchAsync(h, params, inputs, k, threads, label) {
+      try {
+        batchInto(h, params, inputs, k, label);
+        heap();
+        const p2 = at[2] >>> 3;
+        return Promise.resolve(f64.slice(p2, p2 + k + params.length));
+      } catch (e) {
+        return Promise.reject(internal(e));
+      }
+    },
   };
+
+  /** The most values (parameters and results) one batch may hold here: wasm32 memory ends at 4 GiB. */
+  const WASM_BATCH_VALUES = 2 ** 26;
+
+  /** Run a batch; its k values, then its gradients, are left in scratch 2. */
+  function batchInto(h, params, inputs, k, label) {
+    const total = k + params.length;
+    if (params.length + total > WASM_BATCH_VALUES) {
+      const where = label ? `${label}: ` : '';
+      throw new Error(
+        `${where}${k} points of ${params.length / k} values are more than a batch holds in the WebAssembly build (${WASM_BATCH_VALUES} values); split it`,
+      );
+    }
+    const n = put64(0, params);
+    const m = put64(1, inputs);
+    const l = putText(3, label);
+    reserve(2, total * 8);
+    id(X.plan_batch(h.p, k, n, m, l));
+  }
 
   // Every call turns a trap into an Error and recovers; a plain throw passes through.
   for (const [name, f] of Object.entries(binding)) {

@@ -1,0 +1,432 @@
+//! Many points per call: one plan evaluated at `k` parameter points, spread
+//! over OS threads with `std::thread::scope`, each thread replaying its own
+//! replica of the plan (its own arena). Binding-neutral: the napi binding
+//! runs a batch on the calling thread (`batch`) or on the libuv pool
+//! (`async`, `batchAsync`); the WebAssembly one on its single thread.
+//!
+//! The layout both bindings pass: `params` holds point `i`'s parameters,
+//! slot after slot, at `i * width` (`width` = the values of one point);
+//! `inputs` holds every input once, slot after slot, shared by all points;
+//! `values[i]` gets point `i`'s value and `grads[i * width..]` its gradient,
+//! laid out like its parameters.
+//!
+//! Results do not depend on the number of threads: every point is the same
+//! replay of the same plan, on an arena that holds nothing from earlier
+//! points, so each is bit-identical to a single call.
+
+use crate::core::error::Error;
+use crate::core::plan::Plan;
+use crate::core::shape::Shape;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// The most points one batch takes.
+pub const MAX_POINTS: usize = 1 << 24;
+/// The most values a batch's parameters may hold (its gradients hold as many).
+pub const MAX_VALUES: usize = 1 << 28;
+/// The most threads a batch may ask for.
+pub const MAX_THREADS: usize = 256;
+/// Memory the replicas of one batch may take together: past it, a batch
+/// runs on fewer threads (the results are the same).
+const REPLICA_BYTES: usize = 1 << 30;
+/// Idle replicas a plan keeps between calls, so a sampler calling `batch`
+/// every step does not copy its plan every step.
+const MAX_IDLE: usize = 16;
+/// Work (in nanoseconds, as the last batch measured it) that pays for one
+/// more thread: starting and joining one costs tens of microseconds on an
+/// idle machine, and up to a scheduler time slice on a busy one.
+const WORK_PER_THREAD_NS: u64 = 200_000;
+
+/// A failed batch: the error, and the index of the first point that failed
+/// (`None` when the batch as a whole was refused).
+#[derive(Debug)]
+pub struct Failure {
+    pub index: Option<usize>,
+    pub error: Error,
+}
+
+impl Failure {
+    fn whole(message: impl Into<String>) -> Failure {
+        Failure { index: None, error: Error(message.into()) }
+    }
+
+    /// The message users see: `label: point i: error`, or the error alone
+    /// when `label` is empty (a single `async` call says what the call would).
+    pub fn message(&self, label: &str) -> String {
+        match self.index {
+            _ if label.is_empty() => self.error.0.clone(),
+            Some(i) => format!("{label}: point {i}: {}", self.error.0),
+            None => format!("{label}: {}", self.error.0),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned lock only means a thread panicked elsewhere; the data it
+    // guards (a queue, idle replicas, failures) stays consistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A plan's replicas for batches and async calls: a template copied once
+/// from the plan, and the idle replicas earlier calls left behind. Shared
+/// (`Arc`) by the JavaScript object and every call in flight, so a plan
+/// collected while an async call runs frees nothing that call uses.
+pub struct Pool {
+    template: Plan,
+    idle: Mutex<Vec<Plan>>,
+    /// Nanoseconds one point took in the last batch, 0 before the first:
+    /// how many threads the next one is worth.
+    point_ns: AtomicU64,
+}
+
+impl Pool {
+    pub fn new(plan: &Plan) -> Pool {
+        Pool { template: plan.clone(), idle: Mutex::new(Vec::new()), point_ns: AtomicU64::new(0) }
+    }
+
+    /// A replica no other thread uses.
+    pub fn take(&self) -> Plan {
+        let idle = lock(&self.idle).pop();
+        idle.unwrap_or_else(|| self.template.clone())
+    }
+
+    pub fn give(&self, p: Plan) {
+        let mut idle = lock(&self.idle);
+        if idle.len() < MAX_IDLE {
+            idle.push(p);
+        }
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.template
+    }
+}
+
+/// Values one point's parameters take.
+pub fn width(p: &Plan) -> usize {
+    p.params().iter().map(|s| s.shape.size()).sum()
+}
+
+/// Values the inputs take.
+pub fn inputs_len(p: &Plan) -> usize {
+    p.inputs().iter().map(|s| s.shape.size()).sum()
+}
+
+/// Check a batch's sizes against the plan before anything is allocated or run.
+pub fn check(p: &Plan, params: usize, inputs: usize, k: usize) -> Result<(), Failure> {
+    if p.root_shape() != Shape::Scalar {
+        return Err(Failure::whole(format!(
+            "the objective must return a scalar, got {}. Reduce it with sum() or mean() first.",
+            p.root_shape()
+        )));
+    }
+    if k > MAX_POINTS {
+        return Err(Failure::whole(format!("{k} points are more than the {MAX_POINTS} a batch takes")));
+    }
+    let w = width(p);
+    match w.checked_mul(k) {
+        Some(n) if n <= MAX_VALUES => {}
+        _ => {
+            return Err(Failure::whole(format!(
+                "{k} points of {w} values are more than the {MAX_VALUES} values a batch takes"
+            )))
+        }
+    }
+    if params != w * k {
+        return Err(Failure::whole(format!("{params} parameter values for {k} points of {w}")));
+    }
+    if inputs != inputs_len(p) {
+        return Err(Failure::whole(format!("{inputs} input values, the plan takes {}", inputs_len(p))));
+    }
+    Ok(())
+}
+
+/// The machine's available parallelism, asked once: the answer reads
+/// cgroup files, which costs more than a small batch.
+fn available() -> usize {
+    static AVAILABLE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// How many threads a batch of `k` points runs on: `asked` (0 for the
+/// machine's available parallelism), at most one per point, and fewer when
+/// the replicas would take more than `REPLICA_BYTES` together.
+pub fn threads_for(p: &Plan, asked: usize, k: usize) -> usize {
+    if cfg!(target_arch = "wasm32") {
+        return 1;
+    }
+    let asked = if asked == 0 { available() } else { asked };
+    // A replica holds values, adjoints and scratch.
+    let bytes = p.held().saturating_mul(16).max(1);
+    asked.clamp(1, MAX_THREADS).min(k.max(1)).min((REPLICA_BYTES / bytes).max(1))
+}
+
+/// A run of consecutive points one thread takes at a time.
+struct Block<'a> {
+    first: usize,
+    values: &'a mut [f64],
+    grads: &'a mut [f64],
+}
+
+/// What the threads of one batch share.
+struct Shared<'a> {
+    params: &'a [f64],
+    inputs: &'a [f64],
+    width: usize,
+    queue: Mutex<std::vec::IntoIter<Block<'a>>>,
+    /// The lowest index that failed so far (`usize::MAX` while none has):
+    /// points above it need not run.
+    stop: AtomicUsize,
+    failures: Mutex<Vec<Failure>>,
+    /// Points evaluated, and the nanoseconds the threads spent on them.
+    done: AtomicUsize,
+    busy_ns: AtomicU64,
+}
+
+/// `work`, timed into `s.busy_ns` (not under WebAssembly, which has no clock here).
+fn timed_work(p: &mut Plan, s: &Shared) {
+    #[cfg(not(target_arch = "wasm32"))]
+    let t0 = std::time::Instant::now();
+    work(p, s);
+    #[cfg(not(target_arch = "wasm32"))]
+    s.busy_ns.fetch_add(t0.elapsed().as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+}
+
+/// Feed the inputs once, then evaluate blocks from the queue until it is
+/// empty or a lower point has failed.
+fn work(p: &mut Plan, s: &Shared) {
+    let np = p.params().len();
+    let mut at = 0;
+    for slot in np..p.slot_count() {
+        let n = p.slot_size(slot);
+        if let Err(error) = p.set(slot, &s.inputs[at..at + n]) {
+            lock(&s.failures).push(Failure { index: None, error });
+            s.stop.store(0, Ordering::Relaxed);
+            return;
+        }
+        at += n;
+    }
+    loop {
+        let Some(block) = lock(&s.queue).next() else { return };
+        if block.first > s.stop.load(Ordering::Relaxed) {
+            return; // blocks come in order: every later one is above it too
+        }
+        for (j, value) in block.values.iter_mut().enumerate() {
+            let i = block.first + j;
+            if i > s.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let point = &s.params[i * s.width..(i + 1) * s.width];
+            let grad = &mut block.grads[j * s.width..(j + 1) * s.width];
+            if let Err(error) = one(p, np, point, value, grad) {
+                s.stop.fetch_min(i, Ordering::Relaxed);
+                lock(&s.failures).push(Failure { index: Some(i), error });
+                return;
+            }
+        }
+        s.done.fetch_add(block.values.len(), Ordering::Relaxed);
+    }
+}
+
+/// One point: feed its parameters, replay forward and backward, write out.
+fn one(p: &mut Plan, np: usize, point: &[f64], value: &mut f64, grad: &mut [f64]) -> crate::core::error::Result<()> {
+    let mut at = 0;
+    for slot in 0..np {
+        let n = p.slot_size(slot);
+        p.set(slot, &point[at..at + n])?;
+        at += n;
+    }
+    *value = crate::api::plan_evaluate(p)?;
+    let mut at = 0;
+    for slot in 0..np {
+        let n = p.slot_size(slot);
+        p.gradient(slot, &mut grad[at..at + n])?;
+        at += n;
+    }
+    Ok(())
+}
+
+/// Where a batch gets its replicas: the caller's own plan (one thread), or
+/// a pool (any number).
+pub enum Replicas<'a> {
+    Own(&'a mut Plan),
+    Pool(&'a Pool),
+}
+
+/// Evaluate a batch (the layout is in the module's comment) on up to
+/// `threads` threads (0: the machine's available parallelism; always one
+/// with `Replicas::Own`). On failure, the error of the lowest failing point.
+pub fn run(
+    replicas: Replicas,
+    params: &[f64],
+    inputs: &[f64],
+    k: usize,
+    threads: usize,
+    values: &mut [f64],
+    grads: &mut [f64],
+) -> Result<(), Failure> {
+    let plan: &Plan = match &replicas {
+        Replicas::Own(p) => p,
+        Replicas::Pool(pool) => pool.plan(),
+    };
+    check(plan, params.len(), inputs.len(), k)?;
+    let width = width(plan);
+    if values.len() != k || grads.len() != k * width {
+        return Err(Failure::whole("result buffers do not match the batch"));
+    }
+    let threads = match replicas {
+        Replicas::Own(_) => 1,
+        Replicas::Pool(pool) => {
+            // No more threads than the work pays for, judged by the last batch.
+            let point_ns = pool.point_ns.load(Ordering::Relaxed);
+            let worth = if point_ns == 0 { usize::MAX } else { (point_ns.saturating_mul(k as u64) / WORK_PER_THREAD_NS) as usize };
+            threads_for(plan, threads, k).min(worth.max(1))
+        }
+    };
+    // About eight blocks per thread: a thread slowed by other work on the
+    // machine takes fewer of them.
+    let size = k.div_ceil(threads * 8).max(1);
+    let mut blocks = Vec::with_capacity(k.div_ceil(size));
+    let (mut v, mut g) = (values, grads);
+    let mut first = 0;
+    while first < k {
+        let n = size.min(k - first);
+        let (vh, vt) = std::mem::take(&mut v).split_at_mut(n);
+        let (gh, gt) = std::mem::take(&mut g).split_at_mut(n * width);
+        blocks.push(Block { first, values: vh, grads: gh });
+        (v, g) = (vt, gt);
+        first += n;
+    }
+    let shared = Shared {
+        params,
+        inputs,
+        width,
+        queue: Mutex::new(blocks.into_iter()),
+        stop: AtomicUsize::new(usize::MAX),
+        failures: Mutex::new(Vec::new()),
+        done: AtomicUsize::new(0),
+        busy_ns: AtomicU64::new(0),
+    };
+    // A panic (a bug) ends its thread's work and becomes an error; the
+    // replica it was using is dropped, not returned to the pool.
+    let guarded = |f: &mut dyn FnMut()| {
+        if catch_unwind(AssertUnwindSafe(f)).is_err() {
+            lock(&shared.failures).push(Failure::whole("internal error: a batch thread panicked"));
+            shared.stop.store(0, Ordering::Relaxed);
+        }
+    };
+    match replicas {
+        Replicas::Own(p) => guarded(&mut || work(p, &shared)),
+        Replicas::Pool(pool) => {
+            let on_a_replica = || {
+                guarded(&mut || {
+                    let mut p = pool.take();
+                    timed_work(&mut p, &shared);
+                    pool.give(p);
+                })
+            };
+            std::thread::scope(|scope| {
+                for _ in 1..threads {
+                    // A thread that cannot be spawned leaves its blocks to the others.
+                    let _ = std::thread::Builder::new().spawn_scoped(scope, on_a_replica);
+                }
+                on_a_replica();
+            });
+            let done = shared.done.load(Ordering::Relaxed) as u64;
+            if let Some(per_point) = shared.busy_ns.load(Ordering::Relaxed).checked_div(done) {
+                pool.point_ns.store(per_point.max(1), Ordering::Relaxed);
+            }
+        }
+    }
+    let failures = shared.failures.into_inner().unwrap_or_else(|e| e.into_inner());
+    match failures.into_iter().min_by_key(|f| f.index.unwrap_or(0)) {
+        Some(f) => Err(f),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::json::plan_from_json;
+
+    /// SPEC §8's example: w scalar, b [2]; inputs x, y [2].
+    const SPEC: &str = r#"{"version":2,"input":"map","nodes":[
+        {"kind":"param","name":"w","shape":[]},{"kind":"param","name":"b","shape":[2]},
+        {"kind":"input","name":"x","shape":[2]},{"kind":"input","name":"y","shape":[2]},
+        {"kind":"op","op":"add","parents":[3,1]},{"kind":"op","op":"mul","parents":[0,2]},
+        {"kind":"op","op":"sub","parents":[5,4]},{"kind":"op","op":"square","parents":[6]},
+        {"kind":"op","op":"sum","parents":[7]}],"root":8}"#;
+
+    /// Half logdetPSD of a [2×2] parameter: fails where it is not positive definite.
+    const LOGDET: &str = r#"{"version":2,"input":"single","nodes":[
+        {"kind":"param","shape":[2,2]},{"kind":"op","op":"cholesky","parents":[0]},
+        {"kind":"op","op":"diagPart","parents":[1]},{"kind":"op","op":"log","parents":[2]},
+        {"kind":"op","op":"sum","parents":[3]}],"root":4}"#;
+
+    fn single(p: &mut Plan, point: &[f64], inputs: &[f64]) -> (f64, Vec<f64>) {
+        let (mut values, mut grads) = (vec![0.0], vec![0.0; point.len()]);
+        run(Replicas::Own(p), point, inputs, 1, 1, &mut values, &mut grads).unwrap();
+        (values[0], grads)
+    }
+
+    #[test]
+    fn every_thread_count_gives_the_single_results_bit_for_bit() {
+        let mut p = plan_from_json(SPEC).unwrap();
+        let pool = Pool::new(&p);
+        let inputs = [1.0, 2.0, 2.0, 5.0];
+        let k = 301;
+        let params: Vec<f64> = (0..k * 3).map(|i| (i as f64 * 0.37).sin()).collect();
+        let expected: Vec<(f64, Vec<f64>)> = (0..k).map(|i| single(&mut p, &params[i * 3..i * 3 + 3], &inputs)).collect();
+        assert_eq!(single(&mut p, &[2.0, 0.5, 0.5], &inputs), (2.5, vec![-7.0, 1.0, 3.0]));
+        for threads in [0, 1, 2, 3, 8, 64] {
+            let (mut values, mut grads) = (vec![0.0; k], vec![0.0; k * 3]);
+            run(Replicas::Pool(&pool), &params, &inputs, k, threads, &mut values, &mut grads).unwrap();
+            for (i, (v, g)) in expected.iter().enumerate() {
+                assert_eq!(values[i].to_bits(), v.to_bits(), "value {i}, {threads} threads");
+                let got: Vec<u64> = grads[i * 3..i * 3 + 3].iter().map(|x| x.to_bits()).collect();
+                assert_eq!(got, g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), "gradient {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_failing_point_is_named_whatever_the_threads() {
+        let p = plan_from_json(LOGDET).unwrap();
+        let pool = Pool::new(&p);
+        let k = 400;
+        let mut params = Vec::new();
+        for i in 0..k {
+            let bad = i == 123 || i == 350;
+            params.extend_from_slice(if bad { &[1.0, 2.0, 2.0, 1.0] } else { &[2.0, 0.0, 0.0, 2.0] });
+        }
+        for threads in [1, 2, 4] {
+            let (mut values, mut grads) = (vec![0.0; k], vec![0.0; k * 4]);
+            let f = run(Replicas::Pool(&pool), &params, &[], k, threads, &mut values, &mut grads).unwrap_err();
+            assert_eq!(f.index, Some(123));
+            assert_eq!(f.message("batch"), "batch: point 123: cholesky: matrix is not positive definite (pivot 1 is -3)");
+        }
+        // The pool's replicas keep working.
+        let (mut values, mut grads) = (vec![0.0; 2], vec![0.0; 8]);
+        run(Replicas::Pool(&pool), &params[..8], &[], 2, 2, &mut values, &mut grads).unwrap();
+        let mut q = plan_from_json(LOGDET).unwrap();
+        assert_eq!(values[0].to_bits(), single(&mut q, &params[..4], &[]).0.to_bits());
+        assert!((values[0] - 2f64.ln()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn sizes_are_checked_before_anything_runs() {
+        let p = plan_from_json(SPEC).unwrap();
+        let pool = Pool::new(&p);
+        let run_k = |params: &[f64], inputs: &[f64], k: usize| {
+            let (mut values, mut grads) = (vec![0.0; k.min(4)], vec![0.0; (k * 3).min(12)]);
+            run(Replicas::Pool(&pool), params, inputs, k, 1, &mut values, &mut grads).unwrap_err().message("batch")
+        };
+        assert_eq!(run_k(&[0.0; 6], &[0.0; 4], 1 << 25), "batch: 33554432 points are more than the 16777216 a batch takes");
+        assert_eq!(run_k(&[0.0; 5], &[0.0; 4], 2), "batch: 5 parameter values for 2 points of 3");
+        assert_eq!(run_k(&[0.0; 6], &[0.0; 3], 2), "batch: 3 input values, the plan takes 4");
+        assert_eq!(threads_for(&p, 1000, 10), 10);
+        assert_eq!(threads_for(&p, 1000, 100_000), MAX_THREADS);
+    }
+}
