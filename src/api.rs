@@ -201,6 +201,11 @@ pub fn tape_external(t: u32, data: &[f64], rank: u32, d0: f64, d1: f64, parents:
     with_tape(t, |t| t.graph.external(s, data, parents))
 }
 
+/// Bytes the tape's arenas hold (values and adjoints), roughly.
+pub fn tape_bytes(t: u32) -> Result<usize> {
+    with_tape(t, |t| Ok(t.bytes()))
+}
+
 /// How many values the tape's arena holds.
 pub fn tape_size(t: u32) -> Result<f64> {
     with_tape(t, |t| Ok(t.graph.values.len() as f64))
@@ -250,15 +255,16 @@ pub fn tape_accumulate(t: u32, id: u32, contribution: &[f64]) -> Result<()> {
 }
 
 /// The whole gradient step of an eager evaluation in one call: check the
-/// root is a scalar (the message names `where_`), sweep back from it unless
+/// root is a scalar (JavaScript prefixes the message with the driver's
+/// name: a string argument cost more than the rest of the call), sweep back from it unless
 /// `swept` says the caller already did (hand-built nodes), write the
 /// adjoints of `leaves` one after another into `out` (zeros for a leaf the
 /// sweep did not reach), and return the root's value.
-pub fn tape_gradients(t: u32, root: u32, swept: bool, where_: &str, leaves: &[u32], out: &mut [f64]) -> Result<f64> {
+pub fn tape_gradients(t: u32, root: u32, swept: bool, leaves: &[u32], out: &mut [f64]) -> Result<f64> {
     with_tape(t, |t| {
         let shape = t.graph.node(root)?.shape;
         if shape != Shape::Scalar {
-            return fail!("{where_}: the objective must return a scalar, got {shape}. Reduce it with sum() or mean() first.");
+            return fail!("the objective must return a scalar, got {shape}. Reduce it with sum() or mean() first.");
         }
         if !swept {
             t.backward(root, None)?;

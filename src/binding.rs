@@ -141,19 +141,32 @@ pub fn tape_accumulate(t: u32, id: u32, contribution: &[f64]) -> Result<()> {
 }
 
 #[napi(catch_unwind)]
-pub fn tape_gradients(t: u32, root: u32, swept: bool, where_: String, leaves: &[u32], mut out: Float64ArraySlice) -> Result<f64> {
+pub fn tape_gradients(t: u32, root: u32, swept: bool, leaves: &[u32], mut out: Float64ArraySlice) -> Result<f64> {
     // SAFETY: a fresh buffer of the caller's, not aliased by any other argument.
-    api::tape_gradients(t, root, swept, &where_, leaves, unsafe { out.as_mut() }).js()
+    api::tape_gradients(t, root, swept, leaves, unsafe { out.as_mut() }).js()
+}
+
+/// A plan as an external whose native bytes V8 is told of (napi's size
+/// hint adjusts external memory, and reverses it when the external is
+/// collected): otherwise the collector sees a small object, and a loop that
+/// makes and drops compiled functions grew to gigabytes before it ran.
+/// `also` counts memory the plan's JavaScript owner keeps alive with it
+/// (the trace's tape, which `toJSON` reads).
+fn plan_external(plan: Plan, also: usize) -> External<Plan> {
+    let bytes = plan.bytes() + also;
+    External::new_with_size_hint(plan, bytes)
 }
 
 #[napi(catch_unwind)]
 pub fn plan_build(t: u32, root: u32, params: &[u32], inputs: &[u32]) -> Result<External<Plan>> {
-    api::plan_build(t, root, params, inputs).js().map(External::new)
+    let plan = api::plan_build(t, root, params, inputs).js()?;
+    let tape = api::tape_bytes(t).js()?;
+    Ok(plan_external(plan, tape))
 }
 
 #[napi(catch_unwind)]
 pub fn plan_from_json(text: String) -> Result<External<Plan>> {
-    api::plan_from_json(&text).js().map(External::new)
+    api::plan_from_json(&text).js().map(|plan| plan_external(plan, 0))
 }
 
 /// Where a slot's data lives: at an offset of the flat buffer, or (napi

@@ -280,11 +280,10 @@ pub extern "C" fn tape_accumulate(t: u32, node: u32, len: u32) -> i32 {
     status(api::tape_accumulate(t, node, buffer(0, len)))
 }
 
-/// `where` is scratch 0 (UTF-8), the leaves' ids scratch 1; the gradients
-/// go to scratch 2, `out_len` values.
+/// The leaves' ids are scratch 1; the gradients go to scratch 2, `out_len` values.
 #[no_mangle]
-pub extern "C" fn tape_gradients(t: u32, root: u32, swept: bool, where_len: u32, leaves: u32, out_len: u32) -> f64 {
-    number(text_arg(0, where_len).and_then(|w| api::tape_gradients(t, root, swept, w, buffer(1, leaves), buffer(2, out_len))))
+pub extern "C" fn tape_gradients(t: u32, root: u32, swept: bool, leaves: u32, out_len: u32) -> f64 {
+    number(api::tape_gradients(t, root, swept, buffer(1, leaves), buffer(2, out_len)))
 }
 
 fn new_plan(plan: Result<Plan>) -> i32 {

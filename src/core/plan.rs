@@ -205,6 +205,12 @@ impl Plan {
         self.forward.len()
     }
 
+    /// Bytes the plan's arenas hold, roughly: values, scratch, adjoints.
+    pub fn bytes(&self) -> usize {
+        8 * (self.graph.values.capacity() + self.graph.aux.capacity() + self.adj.capacity())
+            + self.graph.nodes.capacity() * std::mem::size_of::<super::graph::Node>()
+    }
+
     /// Values the plan holds: every node's value and scratch.
     pub fn held(&self) -> usize {
         self.graph.values.len() + self.graph.aux.len()

@@ -5,7 +5,7 @@ import { N } from './binding.js';
 import { checkInputs, evaluate, record } from './drivers.js';
 import { HAND_BUILT, serialize } from './plans.js';
 import { Replay, batchPoints, eagerBatch, emptyBatch, pointError, settle, signature } from './replay.js';
-import { INPUT } from './tape.js';
+import { INPUT, retire } from './tape.js';
 
 const MAX_PLANS = 8;
 
@@ -17,6 +17,7 @@ function traceEntry(f, x, inputs) {
   try {
     plan = N.planBuild(r.t.h, r.root._id, ids(r.P.vars), ids(r.I ? r.I.vars : []));
   } catch (e) {
+    retire(r.t);
     if (r.t.externals !== null) return null;
     throw e;
   }

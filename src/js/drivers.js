@@ -13,6 +13,7 @@ import {
   evaluationTape,
   leafVar,
   nodeAdjoint,
+  numberLeafVar,
   retire,
   setCurrent,
   sweep,
@@ -41,7 +42,9 @@ export function checkInputs(inputs, where) {
 
 /** Leaves for each slot on tape t; returns the argument the objective receives. */
 function bindSlots(t, s, kind) {
-  const vars = s.values.map((v, i) => leafVar(t, kind, asTensor(v, s.names[i])));
+  const vars = s.values.map((v, i) =>
+    typeof v === 'number' ? numberLeafVar(t, kind, v) : leafVar(t, kind, asTensor(v, s.names[i])),
+  );
   if (!s.map) return { vars, arg: vars[0] };
   const arg = {};
   s.keys.forEach((k, i) => setOwn(arg, k, vars[i]));
@@ -87,12 +90,31 @@ export function record(f, x, inputs, where, inputKind, kept = false) {
     if (root._tape !== t) root = leafVar(t, CONST, root.value);
     return { t, params, P, ins, I, root };
   } catch (e) {
-    if (!kept) retire(t);
+    // A failed trace keeps nothing, kept or not.
+    retire(t);
     throw e;
   } finally {
     setCurrent(prev);
   }
 }
+
+/**
+ * Buffers for the gradient step, one per length, reused by every
+ * evaluation: allocating typed arrays cost as much as the call on small
+ * models. Safe to share, since gradients are copied out of them at once.
+ */
+const scratch = {
+  idsBy: [],
+  valuesBy: [],
+  ids(n) {
+    if (n > 64) return new Uint32Array(n);
+    return (this.idsBy[n] ??= new Uint32Array(n));
+  },
+  values(n) {
+    if (n > 1024) return new Float64Array(n);
+    return (this.valuesBy[n] ??= new Float64Array(n));
+  },
+};
 
 /** One eager evaluation: the value alone, or value and gradient. */
 export function evaluate(f, x, inputs, wantGradient, where) {
@@ -105,7 +127,10 @@ export function evaluate(f, x, inputs, wantGradient, where) {
       sweep(t, root._id, null);
     }
     const vars = P.vars;
-    const ids = new Uint32Array(vars.length);
+    // Forms first: nothing of the caller's runs between the core filling
+    // the shared buffers and the gradients being copied out of them.
+    const forms = params.values.map(formOf);
+    const ids = scratch.ids(vars.length);
     const offsets = new Array(vars.length);
     let total = 0;
     for (let i = 0; i < vars.length; i++) {
@@ -113,10 +138,15 @@ export function evaluate(f, x, inputs, wantGradient, where) {
       offsets[i] = total;
       total += sizeOf(vars[i].shape);
     }
-    const flat = new Float64Array(total);
-    const value = N.tapeGradients(t.h, root._id, swept, where, ids, flat);
+    const flat = scratch.values(total);
+    let value;
+    try {
+      value = N.tapeGradients(t.h, root._id, swept, ids, flat);
+    } catch (e) {
+      throw new Error(`${where}: ${e.message}`);
+    }
     const grads = new Array(vars.length);
-    for (let i = 0; i < vars.length; i++) grads[i] = shapeGradient(formOf(params.values[i]), vars[i].shape, flat, offsets[i]);
+    for (let i = 0; i < vars.length; i++) grads[i] = shapeGradient(forms[i], vars[i].shape, flat, offsets[i]);
     return { value, gradient: assemble(params, grads) };
   } finally {
     retire(t);

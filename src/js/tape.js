@@ -50,6 +50,8 @@ export function evaluationTape(kept) {
 
 export function retire(t) {
   t.live = false;
+  tapeFinalizer.unregister(t); // a kept tape retired early is not freed twice
+
   N.tapeReset(t.h);
   if (spareTapes.length < 4) spareTapes.push(t.h);
   else N.tapeFree(t.h);
@@ -184,6 +186,11 @@ export function leafVar(t, kind, v) {
   x._shape = v.shape;
   x._id = pushLeaf(t, kind, v);
   return x;
+}
+
+/** A leaf of kind `kind` for the number x, recorded without a tensor. */
+export function numberLeafVar(t, kind, x) {
+  return numberVar(t, N.tapeNumber(t.h, kind, x));
 }
 
 /** The Var of a number constant already recorded as node `id`. */

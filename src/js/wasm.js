@@ -42,13 +42,15 @@ export function loadWasm(bytes = wasmBytes()) {
   function start() {
     X = new WebAssembly.Instance(module, { math: MATH }).exports;
     memory = X.memory;
+    f64 = undefined;
     X.init();
     cap.fill(0);
     for (let s = 0; s < SLOTS; s++) reserve(s, 256);
   }
 
+  /** Views of memory, renewed after it grew (growing detaches the old buffer). */
   function heap() {
-    if (f64 === undefined || f64.buffer !== memory.buffer) {
+    if (f64 === undefined || f64.byteLength === 0) {
       const b = memory.buffer;
       f64 = new Float64Array(b);
       i32 = new Int32Array(b);
@@ -114,7 +116,9 @@ export function loadWasm(bytes = wasmBytes()) {
   const get64 = (s, out) => {
     heap();
     const p = at[s] >>> 3;
-    out.set(f64.subarray(p, p + out.length));
+    const n = out.length;
+    if (n > 16) out.set(f64.subarray(p, p + n));
+    else for (let i = 0; i < n; i++) out[i] = f64[p + i];
   };
   const dims = (rank) => {
     if (rank < 0) raise();
@@ -132,16 +136,22 @@ export function loadWasm(bytes = wasmBytes()) {
     return handle;
   };
 
-  /** Arguments to scratch 0 and their offsets to scratch 1, as plan_run reads them. */
-  function feed(flat, views, layout) {
-    let total = flat.length;
-    for (let j = 0; j < views.length; j++) total += views[j].length;
-    return [total, layout.length];
+  /** Values of `flat` and its views together. */
+  function total(flat, views) {
+    let n = flat.length;
+    for (let j = 0; j < views.length; j++) n += views[j].length;
+    return n;
   }
+  /** Copy `n` values of `src` to `dst` from `at`: a loop for the few, `set` for the many. */
+  function copy(dst, at, src, n) {
+    if (n > 16) dst.set(n === src.length ? src : src.subarray(0, n), at);
+    else for (let i = 0; i < n; i++) dst[at + i] = src[i];
+  }
+  /** Arguments to scratch 0 and their offsets to scratch 1, as plan_run reads them. */
   function writeFeed(flat, views, layout) {
     const p0 = at[0] >>> 3;
     const p1 = at[1] >>> 2;
-    f64.set(flat, p0);
+    copy(f64, p0, flat, flat.length);
     for (let i = 0; i < layout.length; i++) {
       const a = layout[i];
       if (a >= 0) {
@@ -206,11 +216,10 @@ export function loadWasm(bytes = wasmBytes()) {
       return has === 1;
     },
     tapeAccumulate: (t, node, c) => id(X.tape_accumulate(t, node, put64(0, c))),
-    tapeGradients(t, root, swept, where, leaves, out) {
-      const w = putText(0, where);
+    tapeGradients(t, root, swept, leaves, out) {
       const n = putU32(1, leaves);
       reserve(2, out.length * 8);
-      const value = X.tape_gradients(t, root, swept, w, n, out.length);
+      const value = X.tape_gradients(t, root, swept, n, out.length);
       if (value !== value && X.failed()) raise();
       get64(2, out);
       return value;
@@ -221,9 +230,11 @@ export function loadWasm(bytes = wasmBytes()) {
     },
     planFromJson: (json) => plan(X.plan_from_json(putText(0, json))),
     planRun(h, flat, views, layout, gradFlat, gradViews, gradLayout) {
-      const [total, slots] = feed(flat, views, layout);
-      const [gradTotal, params] = feed(gradFlat, gradViews, gradLayout);
-      reserve(0, total * 8);
+      const n = total(flat, views);
+      const slots = layout.length;
+      const gradTotal = total(gradFlat, gradViews);
+      const params = gradLayout.length;
+      reserve(0, n * 8);
       reserve(1, slots * 4);
       reserve(2, gradTotal * 8);
       reserve(3, params * 4);
@@ -239,11 +250,11 @@ export function loadWasm(bytes = wasmBytes()) {
         }
         i32[p3 + i] = off;
       }
-      const value = X.plan_run(h.p, total, slots, gradTotal, params);
+      const value = X.plan_run(h.p, n, slots, gradTotal, params);
       if (value !== value && X.failed()) raise();
       heap();
       const p2 = at[2] >>> 3;
-      gradFlat.set(f64.subarray(p2, p2 + gradFlat.length));
+      for (let i = 0, m = gradFlat.length; i < m; i++) gradFlat[i] = f64[p2 + i];
       let off = p2 + gradFlat.length;
       for (let j = 0; j < gradViews.length; j++) {
         const g = gradViews[j];
@@ -253,13 +264,14 @@ export function loadWasm(bytes = wasmBytes()) {
       return value;
     },
     planForward(h, flat, views, layout, out) {
-      const [total, slots] = feed(flat, views, layout);
-      reserve(0, total * 8);
+      const n = total(flat, views);
+      const slots = layout.length;
+      reserve(0, n * 8);
       reserve(1, slots * 4);
       reserve(2, out.length * 8);
       heap();
       writeFeed(flat, views, layout);
-      id(X.plan_forward(h.p, total, slots, out.length));
+      id(X.plan_forward(h.p, n, slots, out.length));
       get64(2, out);
     },
     planRootShape: (h) => dims(X.plan_root_shape(h.p)),
