@@ -211,6 +211,31 @@ fn every_adjoint_matches_central_differences() {
     }
 }
 
+/// Every op computed by the core (all but the leaves and hand-built nodes,
+/// whose adjoints are JavaScript's) is the result of at least one case above.
+/// `Op::ALL` is declared with the enum itself, so a new op is listed there
+/// and fails here until it is given a case.
+#[test]
+fn every_op_has_an_adjoint_case() {
+    let tested: Vec<&str> = cases()
+        .iter()
+        .map(|case| {
+            let mut g = Graph::default();
+            let mut r = Lcg(7);
+            let leaves: Vec<u32> = case
+                .params
+                .iter()
+                .map(|&s| g.leaf(Op::Leaf, s, &r.vec(s.size(), case.range.0, case.range.1)).unwrap())
+                .collect();
+            let out = (case.build)(&mut g, &leaves);
+            g.node(out).unwrap().op.name()
+        })
+        .collect();
+    for op in Op::ALL.iter().filter(|op| op.is_pure()) {
+        assert!(tested.contains(&op.name()), "{} has no case in tests/adjoints.rs", op.name());
+    }
+}
+
 /// d log|A| / dA = A⁻¹, through cholesky, diagPart, log and sum, for A given
 /// directly as a (symmetric) parameter.
 #[test]

@@ -2,7 +2,7 @@
 //! records into a graph as ops are called; a plan owns a compacted one.
 
 use super::error::{Error, Result};
-use super::kernels::{self, Inputs};
+use super::kernels::{self, Inputs, Operand};
 use super::op::{Op, Parents};
 use super::shape::{Shape, MAX_ELEMENTS};
 use crate::fail;
@@ -62,6 +62,15 @@ impl Node {
     }
 }
 
+impl Operand for Node {
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+    fn offset(&self) -> usize {
+        self.val
+    }
+}
+
 /// `Clone` gives each thread of a batch its own arena (src/batch.rs).
 #[derive(Default, Clone)]
 pub struct Graph {
@@ -88,8 +97,8 @@ fn grow(arena: &mut Vec<f64>, len: usize) -> Result<usize> {
 
 /// The parents of `node` as a kernel reads them, from the lower part of an
 /// arena (parents always sit before their children).
-pub fn inputs<'a>(nodes: &'a [Node], node: &'a Node, values: &'a [f64]) -> Inputs<'a> {
-    Inputs { nodes, parents: &node.parents, values }
+fn inputs<'a>(nodes: &'a [Node], node: &'a Node, values: &'a [f64]) -> Inputs<'a, Node> {
+    Inputs { operands: nodes, parents: &node.parents, values }
 }
 
 /// Evaluate node `id` from its parents' values.

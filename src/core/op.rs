@@ -13,7 +13,7 @@ pub type Parents = SmallVec<[u32; 2]>;
 pub struct Exponent(u64);
 
 impl Exponent {
-    pub fn new(k: f64) -> Self {
+    pub const fn new(k: f64) -> Self {
         Exponent(k.to_bits())
     }
     pub fn get(self) -> f64 {
@@ -35,47 +35,63 @@ pub enum Broadcast {
     RowRight,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
+/// Declares `Op` and `Op::ALL` from one list, each variant with an example
+/// of it, so that no op can be missing from `ALL` (tests/adjoints.rs checks
+/// that each has an adjoint test).
+macro_rules! ops {
+    ($($(#[$doc:meta])* $variant:ident $(($($ty:ty),*))? $({ $($field:ident: $fty:ty),* })? = $example:expr,)*) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Op {
+            $($(#[$doc])* $variant $(($($ty),*))? $({ $($field: $fty),* })?,)*
+        }
+
+        impl Op {
+            /// Every op, once each, by an example of its static arguments.
+            pub const ALL: &'static [Op] = &[$($example),*];
+        }
+    };
+}
+
+ops! {
     /// A leaf that receives a gradient: a parameter, or a `variable`.
-    Leaf,
+    Leaf = Op::Leaf,
     /// A leaf fed anew on every replay of a plan, with no gradient.
-    Input,
+    Input = Op::Input,
     /// A leaf frozen at trace time.
-    Const,
+    Const = Op::Const,
     /// A node built by hand in JavaScript: its value was given and its
     /// adjoint is computed by a JavaScript closure.
-    External,
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Maximum,
-    Minimum,
-    Neg,
-    Exp,
-    Log,
-    Sqrt,
-    Square,
-    Tanh,
-    Sigmoid,
-    Relu,
-    Lgamma,
-    Pow(Exponent),
-    Sum,
-    Mean,
-    Matmul,
-    Dot,
-    Transpose,
-    DiagPart,
-    AddDiag,
-    Reshape(Shape),
-    Slice { start: [usize; 2], size: [usize; 2] },
+    External = Op::External,
+    Add = Op::Add,
+    Sub = Op::Sub,
+    Mul = Op::Mul,
+    Div = Op::Div,
+    Maximum = Op::Maximum,
+    Minimum = Op::Minimum,
+    Neg = Op::Neg,
+    Exp = Op::Exp,
+    Log = Op::Log,
+    Sqrt = Op::Sqrt,
+    Square = Op::Square,
+    Tanh = Op::Tanh,
+    Sigmoid = Op::Sigmoid,
+    Relu = Op::Relu,
+    Lgamma = Op::Lgamma,
+    Pow(Exponent) = Op::Pow(Exponent::new(2.0)),
+    Sum = Op::Sum,
+    Mean = Op::Mean,
+    Matmul = Op::Matmul,
+    Dot = Op::Dot,
+    Transpose = Op::Transpose,
+    DiagPart = Op::DiagPart,
+    AddDiag = Op::AddDiag,
+    Reshape(Shape) = Op::Reshape(Shape::Scalar),
+    Slice { start: [usize; 2], size: [usize; 2] } = Op::Slice { start: [0, 0], size: [1, 1] },
     /// Matrices join along `axis`; scalars and vectors flatten (axis unused).
-    Concat { axis: u8 },
-    Cholesky,
-    TriangularSolve { lower: bool },
-    SolveGeneral,
+    Concat { axis: u8 } = Op::Concat { axis: 0 },
+    Cholesky = Op::Cholesky,
+    TriangularSolve { lower: bool } = Op::TriangularSolve { lower: true },
+    SolveGeneral = Op::SolveGeneral,
 }
 
 impl Op {

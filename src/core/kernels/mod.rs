@@ -7,7 +7,6 @@ pub mod matrix;
 
 use super::error::Result;
 use super::fastmath;
-use super::graph::Node;
 use super::linalg;
 use super::math;
 use super::op::{broadcast, Op};
@@ -15,22 +14,37 @@ use super::shape::Shape;
 use super::special;
 use elementwise as ew;
 
+/// What a kernel needs to know of an operand: its shape, and the offset of
+/// its value in the arena (and of its adjoint, in an adjoint arena laid out
+/// alike). The graph's nodes provide it; kernels know nothing else of them.
+pub trait Operand {
+    fn shape(&self) -> Shape;
+    fn offset(&self) -> usize;
+}
+
 /// The parents of a node as a kernel sees them, looked up on demand so that
 /// nothing is allocated however many parents a node has.
-pub struct Inputs<'a> {
-    pub nodes: &'a [Node],
+pub struct Inputs<'a, N> {
+    /// Every operand that may be a parent, by id.
+    pub operands: &'a [N],
     pub parents: &'a [u32],
     /// An arena (or its lower part) holding every parent's value.
     pub values: &'a [f64],
 }
 
-impl<'a> Inputs<'a> {
+impl<'a, N: Operand> Inputs<'a, N> {
+    /// Where parent `k`'s value (or adjoint) sits in an arena.
+    fn range(&self, k: usize) -> std::ops::Range<usize> {
+        let o = &self.operands[self.parents[k] as usize];
+        o.offset()..o.offset() + o.shape().size()
+    }
+
     pub fn val(&self, k: usize) -> &'a [f64] {
-        &self.values[self.nodes[self.parents[k] as usize].range()]
+        &self.values[self.range(k)]
     }
 
     pub fn shape(&self, k: usize) -> Shape {
-        self.nodes[self.parents[k] as usize].shape
+        self.operands[self.parents[k] as usize].shape()
     }
 
     /// The layout of parent `k` as (rows, cols), a scalar or vector being one row.
@@ -48,7 +62,7 @@ fn rhs_cols(s: Shape) -> usize {
 
 
 /// Compute a node's value from its parents'.
-pub fn forward(op: Op, p: &Inputs, out: &mut [f64], aux: &mut [f64]) -> Result<()> {
+pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f64]) -> Result<()> {
     let v = |k: usize| p.val(k);
     match op {
         Op::Leaf | Op::Input | Op::Const | Op::External => {}
@@ -135,15 +149,14 @@ pub fn forward(op: Op, p: &Inputs, out: &mut [f64], aux: &mut [f64]) -> Result<(
 /// Accumulate the adjoint `g` of a node whose value is `out` into the
 /// adjoint of each parent that `needs` one, in `adj` (laid out like the
 /// values, so each parent's adjoint is at its value's offset).
-pub fn adjoint(op: Op, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [f64], needs: impl Fn(u32) -> bool, adj: &mut [f64]) {
+pub fn adjoint<N: Operand>(op: Op, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &mut [f64], needs: impl Fn(u32) -> bool, adj: &mut [f64]) {
     if let Op::Concat { axis } = op {
         // One walk over the parts for all of them: a walk per part would be
         // quadratic in the number of parts.
         let matrix = p.shape(0).rank() == 2;
         matrix::for_concat(p.parents.len(), |k| p.dims(k), axis, matrix, |k, from, to, len| {
-            let parent = p.parents[k];
-            if needs(parent) {
-                let at = p.nodes[parent as usize].val + from;
+            if needs(p.parents[k]) {
+                let at = p.range(k).start + from;
                 matrix::axpy(1.0, &g[to..to + len], &mut adj[at..at + len])
             }
         });
@@ -152,14 +165,14 @@ pub fn adjoint(op: Op, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [f64], need
     prepare_adjoint(op, p, g, aux);
     for (k, &parent) in p.parents.iter().enumerate() {
         if needs(parent) {
-            parent_adjoint(op, k, p, out, g, aux, &mut adj[p.nodes[parent as usize].range()]);
+            parent_adjoint(op, k, p, out, g, aux, &mut adj[p.range(k)]);
         }
     }
 }
 
 /// Work an op's adjoint shares between its parents, done once per sweep
 /// before `parent_adjoint` is called for each parent: B̄ for the solves.
-fn prepare_adjoint(op: Op, p: &Inputs, g: &[f64], aux: &mut [f64]) {
+fn prepare_adjoint<N: Operand>(op: Op, p: &Inputs<N>, g: &[f64], aux: &mut [f64]) {
     match op {
         Op::TriangularSolve { lower } => {
             let n = p.shape(0).rows_cols().0;
@@ -178,7 +191,7 @@ fn prepare_adjoint(op: Op, p: &Inputs, g: &[f64], aux: &mut [f64]) {
 
 /// Accumulate into `d` the adjoint of parent `k`, given the node's value
 /// `out` and adjoint `g`.
-fn parent_adjoint(op: Op, k: usize, p: &Inputs, out: &[f64], g: &[f64], aux: &mut [f64], d: &mut [f64]) {
+fn parent_adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &mut [f64], d: &mut [f64]) {
     let v = |k: usize| p.val(k);
     match op {
         // Concat's parents are served all at once, by `adjoint`.
