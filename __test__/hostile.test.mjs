@@ -96,3 +96,67 @@ test('concat of many parts sweeps back in linear time', () => {
   assert.equal(r.gradient.length, n);
   assert.ok(r.gradient.every((g) => g === 2));
 });
+
+test('arguments are read once per call: a getter that changes another parameter', () => {
+  const f = (p) => G.add(G.sum(p.a), G.mul(2, G.sum(p.b)));
+  const compiled = G.compile(f);
+  compiled({ a: [1, 1], b: [1, 1] });
+  const tricky = () => {
+    const state = { b: [1, 1] };
+    return {
+      get a() {
+        state.b = [2, 2, 2];
+        return [1, 1];
+      },
+      get b() {
+        return state.b;
+      },
+    };
+  };
+  const eager = G.valueAndGrad(f)(tricky());
+  assert.deepEqual(eager, { value: 14, gradient: { a: [1, 1], b: [2, 2, 2] } });
+  assert.deepEqual(compiled(tricky()), eager);
+  assert.equal(compiled.value(tricky()), 14);
+});
+
+test('a compiled call made from inside a getter of its own arguments', () => {
+  const f = G.compile((p) => G.sum(G.mul(p.x, p.y)));
+  f({ x: [1, 2], y: [3, 4] });
+  let inner = null;
+  const outer = f({
+    get x() {
+      inner = f({ x: [5, 6], y: [7, 8] });
+      return [1, 2];
+    },
+    y: [3, 4],
+  });
+  assert.deepEqual(inner, { value: 83, gradient: { x: [7, 8], y: [5, 6] } });
+  assert.deepEqual(outer, { value: 11, gradient: { x: [3, 4], y: [1, 2] } });
+});
+
+test("backward() from inside a hand-built node's backward is a clear Error", () => {
+  const x = G.variable([1, 2]);
+  const z = G.sum(G.square(x));
+  const h = new G.Var([3], [x], (g) => {
+    z.backward();
+    return [[g[0], g[0]]];
+  });
+  assert.throws(() => G.sum(h).backward(), { message: "backward() cannot run inside a hand-built node's backward on the same graph" });
+  // The graph is usable afterwards.
+  z.backward();
+  assert.deepEqual([...x.grad], [2, 4]);
+});
+
+test('plans released by the memory budget rebuild bit-identically', async () => {
+  const { stats } = await import('../src/js/budget.js');
+  const X = Array.from({ length: 200 }, (_, i) => Array.from({ length: 50 }, (_, j) => Math.sin(i * 50 + j)));
+  const p = Array.from({ length: 50 }, (_, j) => Math.cos(j));
+  const f0 = G.compile((q) => G.sum(G.tanh(G.matmul(X, q))));
+  const first = f0(p);
+  const plan = JSON.stringify(f0.toJSON());
+  const released = stats.released;
+  for (let i = 0; i < 1000; i++) G.compile((q) => G.sum(G.matmul(X, q)))(p);
+  assert.ok(stats.released > released, 'the budget released no plan');
+  assert.deepEqual(f0(p), first);
+  assert.equal(JSON.stringify(f0.toJSON()), plan);
+});

@@ -175,3 +175,45 @@ test(`ops outside an evaluation, on the shared tape, keep memory flat (${EAGER} 
   // freed arenas), so the total is bounded here, not the slope.
   assert.ok(EAGER * 6 > 3 * 2 ** 15);
 });
+
+// Loops that never yield and never call gc(): Node runs napi finalizers only
+// when the event loop turns, so what a dropped plan or a failed trace holds
+// must be freed without them (a failed trace keeps nothing; live plans
+// share a byte budget, src/js/budget.js).
+const LOOPS = full ? 1_000_000 : 100_000;
+const X = Array.from({ length: 200 }, (_, i) => Array.from({ length: 50 }, (_, j) => Math.sin(i + j)));
+const ones = new Array(50).fill(1);
+const rss = () => process.memoryUsage().rss / 2 ** 20;
+
+/** RSS growth over `count` synchronous calls of `step`, after a warm-up. */
+function syncGrowth(count, step) {
+  for (let i = 0; i < 1000; i++) step();
+  const base = rss();
+  let peak = base;
+  for (let i = 0; i < count; i++) {
+    step();
+    if (i % 1000 === 0) peak = Math.max(peak, rss());
+  }
+  return { base, growth: rss() - base, peak: peak - base };
+}
+
+test(`a compiled function whose trace throws, ${LOOPS} calls without yielding, keeps nothing`, { timeout: 600_000 }, () => {
+  const f = G.compile((p) => {
+    G.matmul(X, p);
+    throw new Error('boom');
+  });
+  const r = syncGrowth(LOOPS, () => assert.throws(() => f(ones), /boom/));
+  console.log(`failed traces: RSS ${r.base.toFixed(0)} MB, growth ${r.growth.toFixed(1)} MB, peak +${r.peak.toFixed(1)} MB`);
+  assert.ok(r.peak < 100, `peak +${r.peak.toFixed(1)} MB`);
+});
+
+test(`making, calling and dropping ${LOOPS} compiled functions without yielding stays bounded`, { timeout: 600_000 }, () => {
+  let check = 0;
+  const r = syncGrowth(LOOPS, () => {
+    const f = G.compile((p) => G.sum(G.matmul(X, p)));
+    check += f(ones).value;
+  });
+  assert.ok(Number.isFinite(check));
+  console.log(`dropped plans: RSS ${r.base.toFixed(0)} MB, growth ${r.growth.toFixed(1)} MB, peak +${r.peak.toFixed(1)} MB`);
+  assert.ok(r.peak < 100, `peak +${r.peak.toFixed(1)} MB`);
+});

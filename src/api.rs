@@ -201,11 +201,6 @@ pub fn tape_external(t: u32, data: &[f64], rank: u32, d0: f64, d1: f64, parents:
     with_tape(t, |t| t.graph.external(s, data, parents))
 }
 
-/// Bytes the tape's arenas hold (values and adjoints), roughly.
-pub fn tape_bytes(t: u32) -> Result<usize> {
-    with_tape(t, |t| Ok(t.bytes()))
-}
-
 /// How many values the tape's arena holds.
 pub fn tape_size(t: u32) -> Result<f64> {
     with_tape(t, |t| Ok(t.graph.values.len() as f64))

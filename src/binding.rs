@@ -8,6 +8,7 @@ use crate::core::error::Error as CoreError;
 use crate::core::plan::Plan;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
+use std::cell::RefCell;
 
 fn js_err(e: CoreError) -> Error {
     Error::new(Status::GenericFailure, e.0)
@@ -146,27 +147,56 @@ pub fn tape_gradients(t: u32, root: u32, swept: bool, leaves: &[u32], mut out: F
     api::tape_gradients(t, root, swept, leaves, unsafe { out.as_mut() }).js()
 }
 
-/// A plan as an external whose native bytes V8 is told of (napi's size
-/// hint adjusts external memory, and reverses it when the external is
-/// collected): otherwise the collector sees a small object, and a loop that
-/// makes and drops compiled functions grew to gigabytes before it ran.
-/// `also` counts memory the plan's JavaScript owner keeps alive with it
-/// (the trace's tape, which `toJSON` reads).
-fn plan_external(plan: Plan, also: usize) -> External<Plan> {
-    let bytes = plan.bytes() + also;
-    External::new_with_size_hint(plan, bytes)
+/// A plan owned by JavaScript. `planRelease` can empty it before the
+/// collector runs (Node defers napi finalizers to the event loop, so a loop
+/// that makes and drops compiled functions would otherwise keep them all;
+/// src/js/budget.js decides when), and the cell refuses a call made from
+/// inside another on the same plan (from a getter the call ran).
+pub struct PlanCell(RefCell<Option<Plan>>);
+
+/// The plan of `p` for the length of `f`.
+fn with_plan<R>(p: &PlanCell, f: impl FnOnce(&mut Plan) -> Result<R>) -> Result<R> {
+    let Ok(mut slot) = p.0.try_borrow_mut() else {
+        return Err(Error::new(Status::GenericFailure, "a compiled function cannot be called from inside its own call"));
+    };
+    match slot.as_mut() {
+        Some(plan) => f(plan),
+        None => Err(Error::new(Status::GenericFailure, "this plan was released")),
+    }
+}
+
+/// V8 is told of the plan's bytes (napi's size hint adjusts external
+/// memory, and reverses it when the external is collected), so that the
+/// collector weighs a dropped plan by what it frees.
+fn plan_external(plan: Plan) -> External<PlanCell> {
+    let bytes = plan.bytes();
+    External::new_with_size_hint(PlanCell(RefCell::new(Some(plan))), bytes)
 }
 
 #[napi(catch_unwind)]
-pub fn plan_build(t: u32, root: u32, params: &[u32], inputs: &[u32]) -> Result<External<Plan>> {
-    let plan = api::plan_build(t, root, params, inputs).js()?;
-    let tape = api::tape_bytes(t).js()?;
-    Ok(plan_external(plan, tape))
+pub fn plan_build(t: u32, root: u32, params: &[u32], inputs: &[u32]) -> Result<External<PlanCell>> {
+    api::plan_build(t, root, params, inputs).js().map(plan_external)
 }
 
 #[napi(catch_unwind)]
-pub fn plan_from_json(text: String) -> Result<External<Plan>> {
-    api::plan_from_json(&text).js().map(|plan| plan_external(plan, 0))
+pub fn plan_from_json(text: String) -> Result<External<PlanCell>> {
+    api::plan_from_json(&text).js().map(plan_external)
+}
+
+/// Bytes the plan holds (0 once released).
+#[napi(catch_unwind)]
+pub fn plan_bytes(p: &External<PlanCell>) -> f64 {
+    p.0.try_borrow().map_or(0.0, |slot| slot.as_ref().map_or(0.0, |plan| plan.bytes() as f64))
+}
+
+/// Free the plan now; later calls on it are an Error.
+#[napi(catch_unwind)]
+pub fn plan_release(p: &External<PlanCell>) -> Result<()> {
+    let Ok(mut slot) = p.0.try_borrow_mut() else {
+        return Err(Error::new(Status::GenericFailure, "a plan cannot be released during its own call"));
+    };
+    *slot = None;
+    Ok(())
 }
 
 /// Where a slot's data lives: at an offset of the flat buffer, or (napi
@@ -191,18 +221,22 @@ fn view<'a>(views: &Array<'a>, j: usize) -> Result<Float64ArraySlice<'a>> {
 
 /// Feed every parameter and input: slot `i` reads `flat` from offset
 /// `layout[i]` when that is >= 0, else the whole of `views[-layout[i] - 1]`,
-/// in place. Views are fetched one by one, so nothing is allocated.
+/// in place. Every read of `flat` comes first: fetching a view can run
+/// JavaScript (an accessor on the array), which could detach `flat`'s
+/// buffer; each view is used and dropped before the next is fetched.
 fn feed(p: &mut Plan, flat: &[f64], views: &Array, layout: &[i32]) -> Result<()> {
     if layout.len() != p.slot_count() {
         return Err(Error::new(Status::InvalidArg, "layout does not match the plan"));
     }
     for (i, &at) in layout.iter().enumerate() {
-        match place(at) {
-            Place::Flat(at) => {
-                let r = api::flat_range(flat.len(), at, p.slot_size(i), "argument").js()?;
-                p.set(i, &flat[r]).js()?;
-            }
-            Place::View(j) => p.set(i, &view(views, j)?).js()?,
+        if let Place::Flat(at) = place(at) {
+            let r = api::flat_range(flat.len(), at, p.slot_size(i), "argument").js()?;
+            p.set(i, &flat[r]).js()?;
+        }
+    }
+    for (i, &at) in layout.iter().enumerate() {
+        if let Place::View(j) = place(at) {
+            p.set(i, &view(views, j)?).js()?;
         }
     }
     Ok(())
@@ -210,10 +244,11 @@ fn feed(p: &mut Plan, flat: &[f64], views: &Array, layout: &[i32]) -> Result<()>
 
 /// One replay: feed, forward and backward. Parameter `i`'s gradient goes to
 /// `gradFlat` from offset `gradLayout[i]` when that is >= 0, else into the
-/// whole of `gradViews[-gradLayout[i] - 1]`. Returns the root's value.
+/// whole of `gradViews[-gradLayout[i] - 1]` (written after every `gradFlat`
+/// entry, for the reason `feed` gives). Returns the root's value.
 #[napi(catch_unwind)]
 pub fn plan_run(
-    p: &mut External<Plan>,
+    p: &External<PlanCell>,
     flat: &[f64],
     views: Array,
     layout: &[i32],
@@ -221,38 +256,42 @@ pub fn plan_run(
     grad_views: Array,
     grad_layout: &[i32],
 ) -> Result<f64> {
-    api::check_layout(p, layout, grad_layout).js()?;
-    feed(p, flat, &views, layout)?;
-    let value = api::plan_evaluate(p).js()?;
-    for (i, &at) in grad_layout.iter().enumerate() {
-        match place(at) {
-            Place::Flat(at) => {
-                // SAFETY: a fresh buffer of the caller's, distinct from every input.
-                let out = unsafe { grad_flat.as_mut() };
+    with_plan(p, |p| {
+        api::check_layout(p, layout, grad_layout).js()?;
+        feed(p, flat, &views, layout)?;
+        let value = api::plan_evaluate(p).js()?;
+        // SAFETY: a fresh buffer of the caller's, distinct from every input.
+        let out = unsafe { grad_flat.as_mut() };
+        for (i, &at) in grad_layout.iter().enumerate() {
+            if let Place::Flat(at) = place(at) {
                 let r = api::flat_range(out.len(), at, p.slot_size(i), "gradient").js()?;
                 p.gradient(i, &mut out[r]).js()?;
             }
-            Place::View(j) => {
+        }
+        for (i, &at) in grad_layout.iter().enumerate() {
+            if let Place::View(j) = place(at) {
                 let mut out = view(&grad_views, j)?;
                 // SAFETY: as above, a fresh array of the caller's for this gradient alone.
                 p.gradient(i, unsafe { out.as_mut() }).js()?;
             }
         }
-    }
-    Ok(value)
+        Ok(value)
+    })
 }
 
 /// A forward replay alone; the root's value is copied into `out`.
 #[napi(catch_unwind)]
-pub fn plan_forward(p: &mut External<Plan>, flat: &[f64], views: Array, layout: &[i32], mut out: Float64ArraySlice) -> Result<()> {
-    feed(p, flat, &views, layout)?;
-    // SAFETY: a fresh buffer of the caller's, not aliased by any input.
-    api::plan_forward_into(p, unsafe { out.as_mut() }).js()
+pub fn plan_forward(p: &External<PlanCell>, flat: &[f64], views: Array, layout: &[i32], mut out: Float64ArraySlice) -> Result<()> {
+    with_plan(p, |p| {
+        feed(p, flat, &views, layout)?;
+        // SAFETY: a fresh buffer of the caller's, not aliased by any input.
+        api::plan_forward_into(p, unsafe { out.as_mut() }).js()
+    })
 }
 
 #[napi(catch_unwind)]
-pub fn plan_root_shape(p: &External<Plan>) -> Vec<f64> {
-    p.root_shape().dims().into_iter().map(|d| d as f64).collect()
+pub fn plan_root_shape(p: &External<PlanCell>) -> Result<Vec<f64>> {
+    with_plan(p, |p| Ok(p.root_shape().dims().into_iter().map(|d| d as f64).collect()))
 }
 
 // ---------------------------------------------------------------- many points per call
@@ -269,8 +308,8 @@ fn batch_err(f: Failure, label: &str) -> Error {
 /// the plan, made here, shared by every call (and kept alive by any call in
 /// flight, whatever happens to the JavaScript object).
 #[napi(catch_unwind)]
-pub fn plan_pool(p: &External<Plan>) -> External<Arc<Pool>> {
-    External::new(Arc::new(Pool::new(p)))
+pub fn plan_pool(p: &External<PlanCell>) -> Result<External<Arc<Pool>>> {
+    with_plan(p, |p| Ok(External::new(Arc::new(Pool::new(p)))))
 }
 
 /// A batch on the calling thread and up to `threads - 1` more (0: the

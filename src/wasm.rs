@@ -338,6 +338,12 @@ fn reserve_heap(bytes: usize) {
     let _ = block.try_reserve_exact(bytes);
 }
 
+/// Bytes the plan holds, as the napi binding reports them.
+#[no_mangle]
+pub extern "C" fn plan_bytes(p: u32) -> f64 {
+    number(with_plan(p, |p| Ok(p.bytes() as f64)))
+}
+
 #[no_mangle]
 pub extern "C" fn plan_free(p: u32) {
     PLANS.with(|plans| {

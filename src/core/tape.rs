@@ -21,13 +21,6 @@ pub struct Tape {
 }
 
 impl Tape {
-    /// Bytes the tape's arenas hold, roughly: values, scratch, adjoints, nodes.
-    pub fn bytes(&self) -> usize {
-        let g = &self.graph;
-        8 * (g.values.capacity() + g.aux.capacity() + self.adj.capacity())
-            + g.nodes.capacity() * std::mem::size_of::<super::graph::Node>()
-    }
-
     /// Forget every node, keeping the arenas' capacity.
     pub fn reset(&mut self) {
         self.graph.clear();

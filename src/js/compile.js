@@ -3,32 +3,58 @@
 
 import { N } from './binding.js';
 import { checkInputs, evaluate, record } from './drivers.js';
-import { HAND_BUILT, serialize } from './plans.js';
+import { HAND_BUILT, planText, serialize } from './plans.js';
 import { Replay, batchPoints, eagerBatch, emptyBatch, pointError, settle, signature } from './replay.js';
+import { readOnce } from './forms.js';
 import { INPUT, retire } from './tape.js';
 
 const MAX_PLANS = 8;
+
+/** Read the value of every constant the traced graph holds, so it outlives the tape. */
+function keepConstants(r) {
+  const stack = [r.root];
+  const seen = new Set(stack);
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v.parents.length === 0) void v.value;
+    for (const p of v.parents) {
+      if (!seen.has(p)) {
+        seen.add(p);
+        stack.push(p);
+      }
+    }
+  }
+}
 
 /** Trace f once at these arguments and build its plan, or null for a hand-built node. */
 function traceEntry(f, x, inputs) {
   const r = record(f, x, inputs, 'compile', INPUT, true);
   const ids = (vars) => Uint32Array.from(vars, (v) => v._id);
   let plan;
+  let rootShape;
   try {
     plan = N.planBuild(r.t.h, r.root._id, ids(r.P.vars), ids(r.I ? r.I.vars : []));
+    // toJSON and a rebuild read the traced graph's constants and shapes:
+    // read them now, so the trace's tape can go rather than wait for the
+    // collector.
+    keepConstants(r);
+    rootShape = r.root.shape;
   } catch (e) {
-    retire(r.t);
-    if (r.t.externals !== null) return null;
+    if (r.t.externals !== null) return null; // a hand-built node: evaluate eagerly
     throw e;
+  } finally {
+    retire(r.t);
   }
+  const rebuild = () => N.planFromJson(planText(serialize(r)));
   const replay = new Replay(
     plan,
+    rebuild,
     r.params.map,
     r.params.keys,
     r.P.vars.map((v) => v.shape),
     r.ins ? r.ins.keys ?? [] : [],
     r.I ? r.I.vars.map((v) => v.shape) : [],
-    r.root.shape,
+    rootShape,
   );
   replay.hasInputs = r.ins !== null;
   return { replay, record: r };
@@ -59,11 +85,15 @@ export function compile(f) {
   };
 
   const c = (x, inputs) => {
+    x = readOnce(x);
+    inputs = readOnce(inputs);
     const entry = eager ? null : entryFor(x, inputs);
     if (entry === null) return evaluate(f, x, inputs, true, 'compile');
     return entry.replay.run(x, inputs, 'compile');
   };
   c.value = (x, inputs) => {
+    x = readOnce(x);
+    inputs = readOnce(inputs);
     const entry = eager ? null : entryFor(x, inputs);
     if (entry === null) return evaluate(f, x, inputs, false, 'compile');
     return entry.replay.value(x, inputs);

@@ -3,7 +3,7 @@
 // (valueAndGrad, grad, jacobian).
 
 import { N } from './binding.js';
-import { fmtShape, formOf, isMapForm, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
+import { fmtShape, formOf, isMapForm, readOnce, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
 import {
   CONST,
   LEAF,
@@ -73,6 +73,8 @@ export function scalarRootError(where, shape) {
 
 /** Run the objective on a fresh tape: { t, params, inputs, root }. */
 export function record(f, x, inputs, where, inputKind, kept = false) {
+  x = readOnce(x);
+  inputs = readOnce(inputs);
   const params = slotsOf(x, 'parameter');
   let ins = null;
   if (inputs !== undefined) {

@@ -147,6 +147,30 @@ export function setOwn(obj, k, v) {
   else obj[k] = v;
 }
 
+/** A tensor-like object's two fields, each read once; anything else as it is. */
+function readValueOnce(v) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || v instanceof Float64Array) return v;
+  const data = v.data;
+  const shape = v.shape;
+  return data instanceof Float64Array && Array.isArray(shape) ? { data, shape } : v;
+}
+
+/**
+ * The arguments of one call with every parameter or input read exactly
+ * once: a {name: value} map becomes a plain object of its own keys, a
+ * tensor a plain { data, shape }. What a getter returned is what is
+ * computed, and a call made from inside a getter is over before this one
+ * touches any shared buffer.
+ */
+export function readOnce(x) {
+  if (x === null || typeof x !== 'object' || Array.isArray(x) || x instanceof Float64Array) return x;
+  const v = readValueOnce(x);
+  if (v !== x) return v;
+  const out = {};
+  for (const k of Object.keys(x)) setOwn(out, k, readValueOnce(x[k]));
+  return out;
+}
+
 export const isMapForm = (x) =>
   x !== null && typeof x === 'object' && !Array.isArray(x) && !(x instanceof Float64Array) && !isTensor(x);
 

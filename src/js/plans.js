@@ -3,6 +3,7 @@
 
 import { N } from './binding.js';
 import { checkInputs } from './drivers.js';
+import { readOnce } from './forms.js';
 import { Replay, batchPoints, emptyBatch, pointError, settle, sigOfShape, signature } from './replay.js';
 
 export const HAND_BUILT =
@@ -62,7 +63,7 @@ export function serialize({ params, P, ins, I, root }) {
 const notAPlan = () => new Error('compileFromJSON: not a serialized plan');
 
 /** JSON text for the core, with the numbers JSON cannot hold (NaN, ±Infinity, -0) as strings. */
-function planText(json) {
+export function planText(json) {
   return JSON.stringify(json, (_, v) =>
     typeof v === 'number' && (!Number.isFinite(v) || Object.is(v, -0)) ? (Object.is(v, -0) ? '-0' : String(v)) : v,
   );
@@ -86,7 +87,8 @@ export function compileFromJSON(json) {
   const keys = map ? params.map((p) => p.name) : null;
   const shapes = params.map((p) => [...p.shape]);
   const inputKeys = inputs.map((n) => n.name);
-  const replay = new Replay(plan, map, keys, shapes, inputKeys, inputs.map((n) => [...n.shape]), N.planRootShape(plan));
+  const rebuild = () => N.planFromJson(text);
+  const replay = new Replay(plan, rebuild, map, keys, shapes, inputKeys, inputs.map((n) => [...n.shape]), N.planRootShape(plan));
   const named = (ks, ss) =>
     ks
       .map((k, i) => [k, ss[i]])
@@ -107,10 +109,14 @@ export function compileFromJSON(json) {
     }
   };
   const r = (x, ins) => {
+    x = readOnce(x);
+    ins = readOnce(ins);
     check(x, ins);
     return replay.run(x, ins, 'compileFromJSON');
   };
   r.value = (x, ins) => {
+    x = readOnce(x);
+    ins = readOnce(ins);
     check(x, ins);
     return replay.value(x, ins);
   };

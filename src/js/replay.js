@@ -3,6 +3,7 @@
 // caller's forms. Shared by compile and compileFromJSON.
 
 import { N } from './binding.js';
+import { hold, touch } from './budget.js';
 import { scalarRootError } from './drivers.js';
 import {
   copyInto,
@@ -66,8 +67,11 @@ export function signature(x, inputs) {
  * and fixed offsets in one flat buffer reused across calls.
  */
 export class Replay {
-  constructor(plan, map, keys, shapes, inputKeys, inputShapes, rootShape) {
+  /** `rebuild()` makes the same native plan again, after the budget released it. */
+  constructor(plan, rebuild, map, keys, shapes, inputKeys, inputShapes, rootShape) {
     this.plan = plan;
+    this.rebuild = rebuild;
+    hold(this);
     this.map = map;
     this.keys = keys;
     this.shapes = shapes;
@@ -91,6 +95,22 @@ export class Replay {
     this.slot = new Map((keys ?? []).map((k, i) => [k, i]));
     this.paramNames = map ? keys.map((k) => `parameter "${k}"`) : ['parameter'];
     this.inputNames = inputKeys.map((k) => `input "${k}"`);
+  }
+
+  /** The native plan, rebuilt if the budget released it (src/js/budget.js). */
+  native() {
+    if (this.plan === null) {
+      this.plan = this.rebuild();
+      hold(this);
+    } else {
+      touch(this);
+    }
+    return this.plan;
+  }
+
+  /** Called by the budget when it frees the native plan (and with it the batch copies). */
+  released() {
+    this._pool = undefined;
   }
 
   /** Whether this call's arguments have the shape signature the plan was built for. */
@@ -159,7 +179,7 @@ export class Replay {
     }
     // Reused across calls: these gradients are copied out into plain numbers and arrays.
     const gradFlat = flatGradients ? this.gradFlat : NO_VALUES;
-    const value = N.planRun(this.plan, this.flat, views, this.layout, gradFlat, gradViews, gradLayout);
+    const value = N.planRun(this.native(), this.flat, views, this.layout, gradFlat, gradViews, gradLayout);
     const grads = new Array(np);
     for (let i = 0; i < np; i++) {
       const at = gradLayout[i];
@@ -176,7 +196,7 @@ export class Replay {
   value(x, inputs) {
     const views = this.feedAll(x, inputs);
     const out = new Float64Array(sizeOf(this.rootShape));
-    N.planForward(this.plan, this.flat, views, this.layout, out);
+    N.planForward(this.native(), this.flat, views, this.layout, out);
     return toNested({ data: out, shape: this.rootShape });
   }
 
@@ -184,7 +204,8 @@ export class Replay {
 
   /** The plan's replicas for batch and async calls (src/batch.rs), made at the first. */
   pool() {
-    if (this._pool === undefined) this._pool = N.planPool(this.plan);
+    if (this._pool === undefined) this._pool = N.planPool(this.native());
+    else touch(this);
     return this._pool;
   }
 

@@ -36,6 +36,7 @@ class Tape {
     this.externals = null;
     /** Counts sweeps, so a Var knows whether its cached grad is current. */
     this.sweeps = 0;
+    this.sweeping = false;
     if (finalize) tapeFinalizer.register(this, id, this);
   }
 }
@@ -260,15 +261,23 @@ function contribution(c) {
 
 /** Run a reverse sweep on `t` from node `id`, calling hand-built closures on the way. */
 export function sweep(t, id, seed) {
-  t.sweeps++;
-  let ext = N.tapeBackward(t.h, id, seed);
-  while (ext >= 0) {
-    const node = t.externals.get(ext);
-    const parts = node._closure(nodeAdjoint(t, ext, node.shape)) ?? [];
-    for (let k = 0; k < node.parents.length; k++) {
-      if (parts[k] != null) N.tapeAccumulate(t.h, node.parents[k]._id, contribution(parts[k]));
+  // The core holds one sweep per tape: a second one started from a
+  // hand-built node's closure would overwrite the first's adjoints.
+  if (t.sweeping) throw new Error("backward() cannot run inside a hand-built node's backward on the same graph");
+  t.sweeping = true;
+  try {
+    t.sweeps++;
+    let ext = N.tapeBackward(t.h, id, seed);
+    while (ext >= 0) {
+      const node = t.externals.get(ext);
+      const parts = node._closure(nodeAdjoint(t, ext, node.shape)) ?? [];
+      for (let k = 0; k < node.parents.length; k++) {
+        if (parts[k] != null) N.tapeAccumulate(t.h, node.parents[k]._id, contribution(parts[k]));
+      }
+      ext = N.tapeResume(t.h);
     }
-    ext = N.tapeResume(t.h);
+  } finally {
+    t.sweeping = false;
   }
 }
 

@@ -132,8 +132,13 @@ export function loadWasm(bytes = wasmBytes()) {
   const plan = (p) => {
     if (p < 0) raise();
     const handle = { p };
-    plans.register(handle, p);
+    plans.register(handle, p, handle);
     return handle;
+  };
+  /** The plan id of a handle; a released one is an Error, as in the napi binding. */
+  const live = (h) => {
+    if (h.p < 0) throw new Error('this plan was released');
+    return h.p;
   };
 
   /** Values of `flat` and its views together. */
@@ -250,7 +255,7 @@ export function loadWasm(bytes = wasmBytes()) {
         }
         i32[p3 + i] = off;
       }
-      const value = X.plan_run(h.p, n, slots, gradTotal, params);
+      const value = X.plan_run(live(h), n, slots, gradTotal, params);
       if (value !== value && X.failed()) raise();
       heap();
       const p2 = at[2] >>> 3;
@@ -271,10 +276,17 @@ export function loadWasm(bytes = wasmBytes()) {
       reserve(2, out.length * 8);
       heap();
       writeFeed(flat, views, layout);
-      id(X.plan_forward(h.p, n, slots, out.length));
+      id(X.plan_forward(live(h), n, slots, out.length));
       get64(2, out);
     },
-    planRootShape: (h) => dims(X.plan_root_shape(h.p)),
+    planRootShape: (h) => dims(X.plan_root_shape(live(h))),
+    planBytes: (h) => (h.p < 0 ? 0 : X.plan_bytes(h.p)),
+    planRelease(h) {
+      if (h.p < 0) return;
+      plans.unregister(h);
+      X.plan_free(h.p);
+      h.p = -1;
+    },
 
     // Many points per call, on this one thread: the plan is its own pool.
     planPool: (h) => h,
@@ -314,7 +326,7 @@ export function loadWasm(bytes = wasmBytes()) {
     const m = put64(1, inputs);
     const l = putText(3, label);
     reserve(2, total * 8);
-    id(X.plan_batch(h.p, k, n, m, l));
+    id(X.plan_batch(live(h), k, n, m, l));
   }
 
   // Every call turns a trap into an Error and recovers; a plain throw passes through.
