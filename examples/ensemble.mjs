@@ -13,8 +13,9 @@
 //   node examples/ensemble.mjs            48 walkers, 600 warm-up + 2 000 sweeps
 //   node examples/ensemble.mjs --small    32 walkers, 100 warm-up + 200 sweeps (also EXAMPLE_SIZE=small)
 
-import { add, compile, div, exp, matmul, mul, reshape, slice, solveGeneral, square, sub, sum, tensor, transpose } from '../index.js';
-import { lcg, normal, regressionData } from '../bench/models.mjs';
+import { compile, matmul, solveGeneral, tensor, transpose } from '../index.js';
+import { lcg, normal } from '../bench/models.mjs';
+import { data, dim, logPosterior } from './regression.mjs';
 
 const small = process.argv.includes('--small') || process.env.EXAMPLE_SIZE === 'small';
 const walkers = small ? 32 : 48; // even, and more than twice the dimension
@@ -22,19 +23,9 @@ const warmup = small ? 100 : 600;
 const sweeps = small ? 200 : 2000;
 const a = 2; // the stretch scale
 
-const { X, y, n, p } = regressionData();
-const dim = p + 2; // [intercept, beta_1..beta_p, log sigma]
+const { X, y, n, p } = data;
 
-// log p(θ | y): Gaussian likelihood, N(0, 10²) priors on the coefficients, N(0, 1) on log sigma.
-const logPost = compile((theta) => {
-  const intercept = reshape(slice(theta, [0], [1]), []);
-  const beta = slice(theta, [1], [p]);
-  const logSigma = reshape(slice(theta, [p + 1], [1]), []);
-  const z = div(sub(y, add(matmul(X, beta), intercept)), exp(logSigma));
-  const logLik = sub(mul(-0.5, sum(square(z))), mul(n, logSigma));
-  const logPrior = add(mul(-0.005, add(square(intercept), sum(square(beta)))), mul(-0.5, square(logSigma)));
-  return add(logLik, logPrior);
-});
+const logPost = compile(logPosterior);
 
 // The least-squares fit, with this package's ops: (XᵀX)⁻¹ Xᵀy with a column of ones for the intercept.
 const Xa = X.map((row) => [1, ...row]);

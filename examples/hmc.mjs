@@ -7,28 +7,19 @@
 //   node examples/hmc.mjs            1 000 warm-up + 2 000 draws
 //   node examples/hmc.mjs --small    200 warm-up + 300 draws (also EXAMPLE_SIZE=small)
 
-import { add, compile, exp, matmul, mul, neg, reshape, slice, square, sub, sum, div, tensor } from '../index.js';
-import { lcg, normal, regressionData } from '../bench/models.mjs';
+import { compile, neg, tensor } from '../index.js';
+import { lcg, normal } from '../bench/models.mjs';
+import { data, dim, logPosterior } from './regression.mjs';
 
 const small = process.argv.includes('--small') || process.env.EXAMPLE_SIZE === 'small';
 const warmup = small ? 200 : 1000;
 const draws = small ? 300 : 2000;
 const leapfrogSteps = 10;
 
-const { X, y, n, p } = regressionData();
-const dim = p + 2; // [intercept, beta_1..beta_p, log sigma]
+const { y, n, p } = data;
 
-// U(θ) = -log p(θ | y): Gaussian likelihood, N(0, 10²) priors on the
-// coefficients, N(0, 1) on log sigma.
-const potential = compile((theta) => {
-  const intercept = reshape(slice(theta, [0], [1]), []);
-  const beta = slice(theta, [1], [p]);
-  const logSigma = reshape(slice(theta, [p + 1], [1]), []);
-  const z = div(sub(y, add(matmul(X, beta), intercept)), exp(logSigma));
-  const logLik = sub(mul(-0.5, sum(square(z))), mul(n, logSigma));
-  const logPrior = add(mul(-0.005, add(square(intercept), sum(square(beta)))), mul(-0.5, square(logSigma)));
-  return neg(add(logLik, logPrior));
-});
+// U(θ) = -log p(θ | y).
+const potential = compile((theta) => neg(logPosterior(theta)));
 
 const rand = lcg(2024);
 const gauss = () => normal(rand);
