@@ -313,6 +313,29 @@ pub fn plan_evaluate(p: &mut Plan) -> Result<f64> {
     Ok(value)
 }
 
+/// The common replay in one step: every argument in `flat` and every
+/// gradient in `grad`, slot after slot in the plan's order, so no layout
+/// crosses the boundary. Returns the root's value.
+pub fn plan_run_flat(p: &mut Plan, flat: &[f64], grad: &mut [f64]) -> Result<f64> {
+    let mut at = 0;
+    for i in 0..p.slot_count() {
+        let r = flat_range(flat.len(), at, p.slot_size(i), "argument")?;
+        at = r.end;
+        p.set(i, &flat[r])?;
+    }
+    if at != flat.len() {
+        return fail!("argument buffer does not match the plan");
+    }
+    let value = plan_evaluate(p)?;
+    let mut at = 0;
+    for i in 0..p.params().len() {
+        let r = flat_range(grad.len(), at, p.slot_size(i), "gradient")?;
+        at = r.end;
+        p.gradient(i, &mut grad[r])?;
+    }
+    Ok(value)
+}
+
 /// A forward replay on a fed plan alone; the root's value is copied into `out`.
 pub fn plan_forward_into(p: &mut Plan, out: &mut [f64]) -> Result<()> {
     let value = p.forward()?;

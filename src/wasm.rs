@@ -381,6 +381,13 @@ pub extern "C" fn plan_run(p: u32, flat: u32, slots: u32, grad: u32, params: u32
     }))
 }
 
+/// `plan_run` with every argument in scratch 0 and every gradient to
+/// scratch 2, slot after slot at the plan's own offsets.
+#[no_mangle]
+pub extern "C" fn plan_run_flat(p: u32, flat: u32, grad: u32) -> f64 {
+    number(with_plan(p, |p| api::plan_run_flat(p, buffer(0, flat), buffer(2, grad))))
+}
+
 /// A forward replay alone, fed as for `plan_run`; the root's value goes to
 /// scratch 2, `len` values.
 #[no_mangle]

@@ -179,7 +179,10 @@ export class Replay {
     }
     // Reused across calls: these gradients are copied out into plain numbers and arrays.
     const gradFlat = flatGradients ? this.gradFlat : NO_VALUES;
-    const value = N.planRun(this.native(), this.flat, views, this.layout, gradFlat, gradViews, gradLayout);
+    const value =
+      views.length === 0 && gradViews.length === 0
+        ? N.planRunFlat(this.native(), this.flat, gradFlat)
+        : N.planRun(this.native(), this.flat, views, this.layout, gradFlat, gradViews, gradLayout);
     const grads = new Array(np);
     for (let i = 0; i < np; i++) {
       const at = gradLayout[i];

@@ -268,6 +268,16 @@ export function loadWasm(bytes = wasmBytes()) {
       }
       return value;
     },
+    planRunFlat(h, flat, grad) {
+      reserve(0, flat.length * 8);
+      reserve(2, grad.length * 8);
+      heap();
+      copy(f64, at[0] >>> 3, flat, flat.length);
+      const value = X.plan_run_flat(live(h), flat.length, grad.length);
+      if (value !== value && X.failed()) raise();
+      get64(2, grad);
+      return value;
+    },
     planForward(h, flat, views, layout, out) {
       const n = total(flat, views);
       const slots = layout.length;
