@@ -160,3 +160,9 @@ test('plans released by the memory budget rebuild bit-identically', async () => 
   assert.deepEqual(f0(p), first);
   assert.equal(JSON.stringify(f0.toJSON()), plan);
 });
+
+test('a sparse nodes array of length 2^27 is an Error at once, not a stringify of 2^27 nulls', () => {
+  const nodes = [{ kind: 'param', shape: [] }];
+  nodes.length = 2 ** 27;
+  quick(() => assert.throws(() => G.compileFromJSON({ version: 2, nodes, root: 0 }), { message: 'compileFromJSON: node 1: expected an object, got null' }));
+});

@@ -71,6 +71,13 @@ export function planText(json) {
 
 export function compileFromJSON(json) {
   if (json === null || typeof json !== 'object' || !Array.isArray(json.nodes)) throw notAPlan();
+  // A hole, found before JSON.stringify writes 'null' for each of a sparse
+  // array's (2^27 of them took 52 s, then crashed), with the core's message
+  // for the null it would have read.
+  const nodes = json.nodes;
+  for (let i = 0; i < nodes.length; i++) {
+    if (!(i in nodes)) throw new Error(`compileFromJSON: node ${i}: expected an object, got null`);
+  }
   let text;
   try {
     text = planText(json);
