@@ -92,6 +92,8 @@ export class Replay {
     this.gradFlat = new Float64Array(this.offsets[shapes.length] ?? total);
     /** Whether it was built for calls with an inputs map (possibly empty). */
     this.hasInputs = inputShapes.length > 0;
+    /** One parameter not in a map, and no inputs. */
+    this.single = !map && shapes.length === 1 && inputShapes.length === 0;
     this.slot = new Map((keys ?? []).map((k, i) => [k, i]));
     this.paramNames = map ? keys.map((k) => `parameter "${k}"`) : ['parameter'];
     this.inputNames = inputKeys.map((k) => `input "${k}"`);
@@ -159,8 +161,18 @@ export class Replay {
   }
 
   run(x, inputs, where) {
+    if (this.rootShape.length !== 0) {
+      this.feedAll(x, inputs); // its errors first, as before
+      throw scalarRootError(where, this.rootShape);
+    }
+    // The sampler's case: one parameter, a number or plain arrays, no
+    // inputs; no view lists, no per-slot bookkeeping.
+    if (this.single && inputs === undefined && (typeof x === 'number' || Array.isArray(x))) {
+      this.feed(0, x, 'parameter', null);
+      const value = N.planRunFlat(this.native(), this.flat, this.gradFlat);
+      return { value, gradient: shapeGradient(formOf(x), this.shapes[0], this.gradFlat, 0) };
+    }
     const views = this.feedAll(x, inputs);
-    if (this.rootShape.length !== 0) throw scalarRootError(where, this.rootShape);
     const np = this.shapes.length;
     const values = this.map ? this.keys.map((k) => x[k]) : [x];
     // Tensor-form parameters get their gradient written by Rust straight
