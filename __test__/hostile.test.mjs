@@ -166,3 +166,41 @@ test('a sparse nodes array of length 2^27 is an Error at once, not a stringify o
   nodes.length = 2 ** 27;
   quick(() => assert.throws(() => G.compileFromJSON({ version: 2, nodes, root: 0 }), { message: 'compileFromJSON: node 1: expected an object, got null' }));
 });
+
+test('shapes are checked before anything is copied: sparse shape arrays, string entries', () => {
+  const s = [];
+  s.length = 2 ** 28;
+  quick(() => assert.throws(() => G.zeros(s), { message: 'zeros: shape must be up to two non-negative integers' }));
+  quick(() => assert.throws(() => G.tensor(new Float64Array(1), s), { message: 'tensor: shape must be up to two non-negative integers' }));
+  const odd = { data: new Float64Array(2), shape: ['2'] };
+  assert.throws(() => G.exp(odd), { message: 'value has shape [2]; a shape is up to two non-negative integers' });
+  assert.throws(() => G.exp({ data: new Float64Array(3), shape: [2] }), { message: 'data length 3 does not match shape [2]' });
+});
+
+test('an operand that is a huge sparse array is refused before it is allocated', () => {
+  const x = [];
+  x.length = 2 ** 32 - 1;
+  quick(() => assert.throws(() => G.exp(x), { message: 'value of shape [4294967295] is too large' }));
+  assert.throws(() => G.exp([1, 'x']), { message: 'value must be a number, an array of numbers, or an array of rows' });
+});
+
+test('concat: a sparse list of parts is refused at once', () => {
+  const parts = [1];
+  parts.length = 2 ** 31 - 1;
+  quick(() => assert.throws(() => G.concat(parts), { message: 'concat: at most 16777216 parts, got 2147483647' }));
+  assert.throws(() => G.concat([1, , 2]), { message: 'concat: part 1 is missing' });
+});
+
+test('compile tells keys apart that print alike: {a, b} and {"a:s,b"}', () => {
+  const f = G.compile((p) => Object.keys(p).reduce((s, k) => G.add(s, p[k]), 0));
+  assert.deepEqual(f({ a: 1, b: 2 }), { value: 3, gradient: { a: 1, b: 1 } });
+  assert.deepEqual(f({ 'a:s,b': 1 }), { value: 1, gradient: { 'a:s,b': 1 } });
+  const rebuilt = G.compileFromJSON((f({ a: 1, b: 2 }), f.toJSON()));
+  assert.throws(() => rebuilt({ 'a:s,b': 1 }), /this plan was built for arguments shaped/);
+});
+
+test('a [m×0] value with a million rows or more is an Error, not seconds of empty arrays', () => {
+  const f = G.compile((x) => x);
+  assert.deepEqual(f.value(G.zeros([3, 0])), [[], [], []]);
+  quick(() => assert.throws(() => f.value(G.zeros([2 ** 24, 0])), { message: 'value of shape [16777216×0] has too many rows to return as nested arrays' }));
+});

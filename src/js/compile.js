@@ -4,7 +4,7 @@
 import { N } from './binding.js';
 import { checkInputs, evaluate, record } from './drivers.js';
 import { HAND_BUILT, planText, serialize } from './plans.js';
-import { Replay, batchPoints, eagerBatch, emptyBatch, pointError, settle, signature } from './replay.js';
+import { Replay, batchPoints, eagerBatch, emptyBatch, pointError, settle, signature, signatureKey } from './replay.js';
 import { readOnce } from './forms.js';
 import { INPUT, retire } from './tape.js';
 
@@ -69,7 +69,7 @@ export function compile(f) {
   const entryFor = (x, inputs) => {
     if (last !== null && last.replay.fits(x, inputs)) return last;
     if (inputs !== undefined) checkInputs(inputs, 'compile');
-    const sig = signature(x, inputs);
+    const sig = signatureKey(x, inputs);
     let entry = plans.get(sig);
     if (entry === undefined) {
       entry = traceEntry(f, x, inputs);

@@ -22,7 +22,21 @@ export function isTensor(x) {
   return x !== null && typeof x === 'object' && x.data instanceof Float64Array && Array.isArray(x.shape);
 }
 
+/** The most values one tensor holds: the core's cap. */
+export const MAX_VALUES = 2 ** 28;
+
+/** Rank 0, 1 or 2 with non-negative integer entries (checked before anything is copied). */
+function validShape(shape) {
+  return Array.isArray(shape) && shape.length <= 2 && shape.every((d) => Number.isInteger(d) && d >= 0);
+}
+
 export function tensor(data, shape) {
+  // Checked before copying either: a sparse array of length 2^28 took 20 s.
+  if (!validShape(shape)) throw new Error('tensor: shape must be up to two non-negative integers');
+  const n = sizeOf(shape);
+  if (!(data instanceof Float64Array) && data?.length !== n) {
+    throw new Error(`data length ${data?.length} does not match shape ${fmtShape(shape)}`);
+  }
   const d = data instanceof Float64Array ? data : Float64Array.from(data);
   const s = Array.from(shape);
   if (d.length !== sizeOf(s)) throw new Error(`data length ${d.length} does not match shape ${fmtShape(s)}`);
@@ -30,11 +44,10 @@ export function tensor(data, shape) {
 }
 
 function checkedShape(shape, where) {
-  const s = Array.isArray(shape) ? [...shape] : null;
-  if (s === null || s.length > 2 || !s.every((d) => Number.isInteger(d) && d >= 0)) {
-    throw new Error(`${where}: shape must be up to two non-negative integers`);
-  }
-  return s;
+  // Checked before the copy: copying a sparse array of length 2^28 first
+  // exhausted the heap and aborted Node.
+  if (!validShape(shape)) throw new Error(`${where}: shape must be up to two non-negative integers`);
+  return [...shape];
 }
 
 export function zeros(shape) {
@@ -71,7 +84,12 @@ export function shapeOf(x, name) {
     }
     return [x.length, n];
   }
-  if (isTensor(x)) return x.shape;
+  if (isTensor(x)) {
+    const s = x.shape;
+    if (!validShape(s)) throw new Error(`${name} has shape ${fmtShape(s)}; a shape is up to two non-negative integers`);
+    if (x.data.length !== sizeOf(s)) throw new Error(`data length ${x.data.length} does not match shape ${fmtShape(s)}`);
+    return s;
+  }
   throw new Error(`${name} must be a number, a non-empty array, or a tensor`);
 }
 
@@ -115,14 +133,19 @@ function copyRows(x, dst, off, name) {
 
 /** The most rows a matrix is returned with as nested arrays (the core's cap on values). */
 const MAX_ROWS = 2 ** 28;
+/** The most rows of a matrix with no columns returned as nested (empty) arrays. */
+const MAX_EMPTY_ROWS = 2 ** 20;
 
 export function toNested(t) {
   const { data, shape } = t;
   if (shape.length === 0) return data[0];
   if (shape.length === 1) return Array.from(data);
   const [m, n] = shape;
-  // A [m×0] matrix holds no values, so only its row count can be huge.
-  if (m > MAX_ROWS) throw new Error(`value of shape ${fmtShape(shape)} has too many rows to return as nested arrays`);
+  // A [m×0] matrix holds no values, so only its row count can be huge; its
+  // rows cost as much as values would (2^24 empty rows took 5 s).
+  if (m > MAX_ROWS || (n === 0 && m > MAX_EMPTY_ROWS)) {
+    throw new Error(`value of shape ${fmtShape(shape)} has too many rows to return as nested arrays`);
+  }
   const rows = new Array(m);
   for (let i = 0; i < m; i++) rows[i] = Array.from(data.subarray(i * n, (i + 1) * n));
   return rows;

@@ -9,6 +9,8 @@ import { lift, opVar, numberVar, tapeFor, tapeForAll } from './tape.js';
 // is after this module is evaluated: each wrapper looks its code up on its
 // first call and keeps it (a binding is installed once).
 
+/** The most parts one concat takes (each may hold no values, so the cap on values does not bound them). */
+const MAX_PARTS = 2 ** 24;
 const specs = {};
 const specOf = (name) => (specs[name] ??= Object.freeze({ op: name }));
 
@@ -138,6 +140,10 @@ export function slice(a, start, size) {
 
 export function concat(parts, options = {}) {
   if (!Array.isArray(parts) || parts.length === 0) throw new Error('concat: needs a non-empty array of parts');
+  // Bounded before the parts are walked: a sparse list of length 2^31 - 1
+  // took minutes. A hole is a missing part.
+  if (parts.length > MAX_PARTS) throw new Error(`concat: at most ${MAX_PARTS} parts, got ${parts.length}`);
+  for (let i = 0; i < parts.length; i++) if (!(i in parts)) throw new Error(`concat: part ${i} is missing`);
   const t = tapeForAll(parts);
   const xs = parts.map((p) => lift(t, p));
   const axis = options?.axis ?? 0;

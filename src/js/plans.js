@@ -4,7 +4,7 @@
 import { N } from './binding.js';
 import { checkInputs } from './drivers.js';
 import { readOnce } from './forms.js';
-import { Replay, batchPoints, emptyBatch, pointError, settle, sigOfShape, signature } from './replay.js';
+import { Replay, batchPoints, emptyBatch, pointError, settle, sigOfShape, signature, signatureKey } from './replay.js';
 
 export const HAND_BUILT =
   "toJSON: this objective holds a node built outside this package's ops, which cannot be replayed or serialized.";
@@ -96,21 +96,23 @@ export function compileFromJSON(json) {
   const inputKeys = inputs.map((n) => n.name);
   const rebuild = () => N.planFromJson(text);
   const replay = new Replay(plan, rebuild, map, keys, shapes, inputKeys, inputs.map((n) => [...n.shape]), N.planRootShape(plan));
-  const named = (ks, ss) =>
+  const named = (ks, ss, quote) =>
     ks
       .map((k, i) => [k, ss[i]])
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([k, s]) => `${k}:${sigOfShape(s)}`)
+      .map(([k, s]) => `${quote ? JSON.stringify(k) : k}:${sigOfShape(s)}`)
       .join(',');
-  let expected = map ? named(keys, shapes) : sigOfShape(shapes[0] ?? []);
-  if (inputs.length > 0) expected += `|${named(inputKeys, replay.inputShapes)}`;
+  const expectedAs = (quote) =>
+    (map ? named(keys, shapes, quote) : sigOfShape(shapes[0] ?? [])) +
+    (inputs.length > 0 ? `|${named(inputKeys, replay.inputShapes, quote)}` : '');
+  const expected = expectedAs(false);
+  const expectedKey = expectedAs(true);
 
   const check = (x, ins) => {
     if (ins !== undefined) checkInputs(ins, 'compileFromJSON');
-    const got = signature(x, ins);
-    if (got !== expected) {
+    if (signatureKey(x, ins) !== expectedKey) {
       throw new Error(
-        `compileFromJSON: this plan was built for arguments shaped ${expected}, got ${got}. ` +
+        `compileFromJSON: this plan was built for arguments shaped ${expected}, got ${signature(x, ins)}. ` +
           'A rebuilt plan has no objective to re-trace, so it cannot adapt.',
       );
     }

@@ -49,17 +49,26 @@ function sameShape(v, shape) {
   return false;
 }
 
-function sigOfSlots(x) {
+/** `key:sig` pairs in key order; keys quoted when `quote` (so no key can pose as another pair). */
+function sigOfSlots(x, quote) {
   if (!isMapForm(x)) return sigOf(x);
   return Object.keys(x)
     .sort()
-    .map((k) => `${k}:${sigOf(x[k])}`)
+    .map((k) => `${quote ? JSON.stringify(k) : k}:${sigOf(x[k])}`)
     .join(',');
 }
 
-/** The shape signature plans are cached by (SPEC §7). */
-export function signature(x, inputs) {
-  return inputs === undefined ? sigOfSlots(x) : `${sigOfSlots(x)}|${sigOfSlots(inputs)}`;
+/** The shape signature as messages print it (SPEC §7). */
+export function signature(x, inputs, quote = false) {
+  return inputs === undefined ? sigOfSlots(x, quote) : `${sigOfSlots(x, quote)}|${sigOfSlots(inputs, quote)}`;
+}
+
+/**
+ * The signature plans are cached and matched by: keys quoted, since
+ * {a: 1, b: 2} and {'a:s,b': 1} both print as a:s,b:s.
+ */
+export function signatureKey(x, inputs) {
+  return signature(x, inputs, true);
 }
 
 /**

@@ -3,7 +3,7 @@
 // shared ambient one), leaves and constants, and the reverse sweep.
 
 import { N } from './binding.js';
-import { copyInto, isRow, isTensor, shapeOf, sizeOf } from './forms.js';
+import { MAX_VALUES, copyInto, fmtShape, isRow, isTensor, shapeOf, sizeOf } from './forms.js';
 
 export const CONST = 0;
 export const LEAF = 1;
@@ -229,12 +229,15 @@ function sameContents(x, data) {
 }
 
 /** `x` as a Var on tape `t`: a Var of another tape, or a plain value, becomes a constant. */
-export function lift(t, x, name) {
+export function lift(t, x, name = 'value') {
   if (x instanceof Var) return x._tape === t ? x : leafVar(t, CONST, x.value);
   if (typeof x === 'number') return numberVar(t, N.tapeNumber(t.h, CONST, x));
   if (!Array.isArray(x)) return leafVar(t, CONST, asTensor(x, name));
   const shape = shapeOf(x, name);
   const n = sizeOf(shape);
+  // A sparse array's length is not its data: refuse what no value can hold
+  // before allocating for it.
+  if (n > MAX_VALUES) throw new Error(`${name} of shape ${fmtShape(shape)} is too large`);
   let data = n >= CACHE_FROM ? converted.get(x) : undefined;
   if (data === undefined || data.length !== n || !sameContents(x, data)) {
     data = new Float64Array(n);
@@ -284,9 +287,13 @@ export function sweep(t, id, seed) {
 /** Any of the value forms as a tensor. Here rather than in forms.js because it unwraps a Var. */
 export function asTensor(x, name = 'value') {
   if (x instanceof Var) return x.value;
-  if (isTensor(x)) return x;
+  if (isTensor(x)) {
+    shapeOf(x, name); // its shape checked, so no entry crosses as a string
+    return x;
+  }
   if (x instanceof Float64Array) return { data: x, shape: [x.length] };
   const shape = shapeOf(x, name);
+  if (sizeOf(shape) > MAX_VALUES) throw new Error(`${name} of shape ${fmtShape(shape)} is too large`);
   const data = new Float64Array(sizeOf(shape));
   copyInto(x, data, 0, name);
   return { data, shape };
