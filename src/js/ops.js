@@ -104,7 +104,7 @@ export const addDiag = pair('addDiag');
 export const solveGeneral = pair('solveGeneral');
 
 export function pow(a, k) {
-  if (typeof k !== 'number' || !Number.isFinite(k)) throw new Error(`pow: exponent must be a finite number; got ${k}`);
+  if (typeof k !== 'number' || !Number.isFinite(k)) throw new Error(`pow: exponent must be a finite number; got ${String(k)}`);
   const t = tapeFor(a);
   const x = lift(t, a);
   return opVar(t, N.tapePow(t.h, x._id, k), [x], { op: 'pow', args: [k] });
