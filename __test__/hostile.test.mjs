@@ -204,3 +204,24 @@ test('a [m×0] value with a million rows or more is an Error, not seconds of emp
   assert.deepEqual(f.value(G.zeros([3, 0])), [[], [], []]);
   quick(() => assert.throws(() => f.value(G.zeros([2 ** 24, 0])), { message: 'value of shape [16777216×0] has too many rows to return as nested arrays' }));
 });
+
+test('the internal binding holds no buffer while an accessor on its lists runs', () => {
+  const f = G.compile((p) => G.sum(G.mul(p.a, p.b)));
+  f({ a: [1, 2], b: G.tensor(new Float64Array([3, 4]), [2]) });
+  const plan = N.planFromJson(JSON.stringify(f.toJSON()));
+  const flat = new Float64Array([1, 2]);
+  const view = new Float64Array([3, 4]);
+  const data = [flat, new Int32Array([0, -1])];
+  // Fetching the view detaches the flat buffer, which must have been read and let go by then.
+  Object.defineProperty(data, 2, {
+    enumerable: true,
+    get() {
+      structuredClone(flat.buffer, { transfer: [flat.buffer] });
+      return view;
+    },
+  });
+  const grads = [new Float64Array(2), new Int32Array([0, -1]), new Float64Array(2)];
+  assert.equal(N.planRun(plan, data, grads), 11);
+  assert.equal(flat.byteLength, 0);
+  assert.deepEqual([...grads[0], ...grads[2]], [3, 4, 1, 2]);
+});

@@ -214,63 +214,72 @@ fn place(at: i32) -> Place {
     }
 }
 
-/// The `j`th typed array of a JavaScript array, borrowed for the call.
-fn view<'a>(views: &Array<'a>, j: usize) -> Result<Float64ArraySlice<'a>> {
-    views.get::<Float64ArraySlice>(j as u32)?.ok_or_else(|| Error::new(Status::InvalidArg, "missing argument buffer"))
+// The view path passes its buffers in lists, not as arguments: a list is
+// `[flat, layout, view 0, view 1, ...]`. Fetching an element can run
+// JavaScript (an accessor on the list), which could detach a buffer fetched
+// before; so each buffer is fetched when it is needed and dropped before the
+// next fetch, and no borrowed buffer lives across a call into JavaScript.
+
+/// Element `j` of a buffer list, fetched now.
+fn fetch<'a, T: FromNapiValue + ValidateNapiValue>(list: &Array<'a>, j: usize) -> Result<T> {
+    let j = u32::try_from(j).map_err(|_| Error::new(Status::InvalidArg, "missing argument buffer"))?;
+    list.get::<T>(j)?.ok_or_else(|| Error::new(Status::InvalidArg, "missing argument buffer"))
 }
 
-/// Feed every parameter and input: slot `i` reads `flat` from offset
-/// `layout[i]` when that is >= 0, else the whole of `views[-layout[i] - 1]`,
-/// in place. Every read of `flat` comes first: fetching a view can run
-/// JavaScript (an accessor on the array), which could detach `flat`'s
-/// buffer; each view is used and dropped before the next is fetched.
-fn feed(p: &mut Plan, flat: &[f64], views: &Array, layout: &[i32]) -> Result<()> {
+/// The layout (element 1), copied out before anything else is fetched.
+fn layout_of(list: &Array) -> Result<Vec<i32>> {
+    Ok(fetch::<Int32ArraySlice>(list, 1)?.to_vec())
+}
+
+/// Feed every parameter and input: slot `i` reads the flat buffer from
+/// offset `layout[i]` when that is >= 0, else the whole of view
+/// `-layout[i] - 1`, each fetched, read and dropped in turn.
+fn feed(p: &mut Plan, data: &Array, layout: &[i32]) -> Result<()> {
     if layout.len() != p.slot_count() {
         return Err(Error::new(Status::InvalidArg, "layout does not match the plan"));
     }
-    for (i, &at) in layout.iter().enumerate() {
-        if let Place::Flat(at) = place(at) {
-            let r = api::flat_range(flat.len(), at, p.slot_size(i), "argument").js()?;
-            p.set(i, &flat[r]).js()?;
+    {
+        let flat = fetch::<Float64ArraySlice>(data, 0)?;
+        for (i, &at) in layout.iter().enumerate() {
+            if let Place::Flat(at) = place(at) {
+                let r = api::flat_range(flat.len(), at, p.slot_size(i), "argument").js()?;
+                p.set(i, &flat[r]).js()?;
+            }
         }
     }
     for (i, &at) in layout.iter().enumerate() {
         if let Place::View(j) = place(at) {
-            p.set(i, &view(views, j)?).js()?;
+            p.set(i, &fetch::<Float64ArraySlice>(data, 2 + j)?).js()?;
         }
     }
     Ok(())
 }
 
-/// One replay: feed, forward and backward. Parameter `i`'s gradient goes to
-/// `gradFlat` from offset `gradLayout[i]` when that is >= 0, else into the
-/// whole of `gradViews[-gradLayout[i] - 1]` (written after every `gradFlat`
-/// entry, for the reason `feed` gives). Returns the root's value.
+/// One replay: feed from `data`, forward and backward, and write parameter
+/// `i`'s gradient into `grads` as its layout says. Both lists are
+/// `[flat, layout, views...]`. Returns the root's value.
 #[napi(catch_unwind)]
-pub fn plan_run(
-    p: &External<PlanCell>,
-    flat: &[f64],
-    views: Array,
-    layout: &[i32],
-    mut grad_flat: Float64ArraySlice,
-    grad_views: Array,
-    grad_layout: &[i32],
-) -> Result<f64> {
+pub fn plan_run(p: &External<PlanCell>, data: Array, grads: Array) -> Result<f64> {
     with_plan(p, |p| {
-        api::check_layout(p, layout, grad_layout).js()?;
-        feed(p, flat, &views, layout)?;
+        let layout = layout_of(&data)?;
+        let grad_layout = layout_of(&grads)?;
+        api::check_layout(p, &layout, &grad_layout).js()?;
+        feed(p, &data, &layout)?;
         let value = api::plan_evaluate(p).js()?;
-        // SAFETY: a fresh buffer of the caller's, distinct from every input.
-        let out = unsafe { grad_flat.as_mut() };
-        for (i, &at) in grad_layout.iter().enumerate() {
-            if let Place::Flat(at) = place(at) {
-                let r = api::flat_range(out.len(), at, p.slot_size(i), "gradient").js()?;
-                p.gradient(i, &mut out[r]).js()?;
+        {
+            let mut flat = fetch::<Float64ArraySlice>(&grads, 0)?;
+            // SAFETY: a fresh buffer of the caller's, distinct from every input.
+            let out = unsafe { flat.as_mut() };
+            for (i, &at) in grad_layout.iter().enumerate() {
+                if let Place::Flat(at) = place(at) {
+                    let r = api::flat_range(out.len(), at, p.slot_size(i), "gradient").js()?;
+                    p.gradient(i, &mut out[r]).js()?;
+                }
             }
         }
         for (i, &at) in grad_layout.iter().enumerate() {
             if let Place::View(j) = place(at) {
-                let mut out = view(&grad_views, j)?;
+                let mut out = fetch::<Float64ArraySlice>(&grads, 2 + j)?;
                 // SAFETY: as above, a fresh array of the caller's for this gradient alone.
                 p.gradient(i, unsafe { out.as_mut() }).js()?;
             }
@@ -287,11 +296,14 @@ pub fn plan_run_flat(p: &External<PlanCell>, flat: &[f64], mut grad: Float64Arra
     with_plan(p, |p| api::plan_run_flat(p, flat, unsafe { grad.as_mut() }).js())
 }
 
-/// A forward replay alone; the root's value is copied into `out`.
+/// A forward replay alone, fed from `data` (`[flat, layout, views...]`);
+/// the root's value is copied into `outs[0]`, fetched after the feeding.
 #[napi(catch_unwind)]
-pub fn plan_forward(p: &External<PlanCell>, flat: &[f64], views: Array, layout: &[i32], mut out: Float64ArraySlice) -> Result<()> {
+pub fn plan_forward(p: &External<PlanCell>, data: Array, outs: Array) -> Result<()> {
     with_plan(p, |p| {
-        feed(p, flat, &views, layout)?;
+        let layout = layout_of(&data)?;
+        feed(p, &data, &layout)?;
+        let mut out = fetch::<Float64ArraySlice>(&outs, 0)?;
         // SAFETY: a fresh buffer of the caller's, not aliased by any input.
         api::plan_forward_into(p, unsafe { out.as_mut() }).js()
     })

@@ -203,7 +203,7 @@ export class Replay {
     const value =
       views.length === 0 && gradViews.length === 0
         ? N.planRunFlat(this.native(), this.flat, gradFlat)
-        : N.planRun(this.native(), this.flat, views, this.layout, gradFlat, gradViews, gradLayout);
+        : N.planRun(this.native(), [this.flat, this.layout, ...views], [gradFlat, gradLayout, ...gradViews]);
     const grads = new Array(np);
     for (let i = 0; i < np; i++) {
       const at = gradLayout[i];
@@ -220,7 +220,7 @@ export class Replay {
   value(x, inputs) {
     const views = this.feedAll(x, inputs);
     const out = new Float64Array(sizeOf(this.rootShape));
-    N.planForward(this.native(), this.flat, views, this.layout, out);
+    N.planForward(this.native(), [this.flat, this.layout, ...views], [out]);
     return toNested({ data: out, shape: this.rootShape });
   }
 

@@ -234,7 +234,15 @@ export function loadWasm(bytes = wasmBytes()) {
       return plan(X.plan_build(t, root, n, putU32(1, inputs)));
     },
     planFromJson: (json) => plan(X.plan_from_json(putText(0, json))),
-    planRun(h, flat, views, layout, gradFlat, gradViews, gradLayout) {
+    // The view path's buffers come in lists, [flat, layout, views...], as
+    // the napi binding takes them.
+    planRun(h, data, grads) {
+      // Copies, taken before the views are fetched (an accessor could detach them).
+      const flat = data[0].slice();
+      const layout = data[1].slice();
+      const views = data.slice(2);
+      const [gradFlat, gradLayout] = grads;
+      const gradViews = grads.slice(2);
       const n = total(flat, views);
       const slots = layout.length;
       const gradTotal = total(gradFlat, gradViews);
@@ -278,7 +286,11 @@ export function loadWasm(bytes = wasmBytes()) {
       get64(2, grad);
       return value;
     },
-    planForward(h, flat, views, layout, out) {
+    planForward(h, data, outs) {
+      const flat = data[0].slice();
+      const layout = data[1].slice();
+      const views = data.slice(2);
+      const out = outs[0];
       const n = total(flat, views);
       const slots = layout.length;
       reserve(0, n * 8);
