@@ -225,3 +225,12 @@ test('the internal binding holds no buffer while an accessor on its lists runs',
   assert.equal(flat.byteLength, 0);
   assert.deepEqual([...grads[0], ...grads[2]], [3, 4, 1, 2]);
 });
+
+test("pow's message stays short and never fails to print its exponent", () => {
+  const k = [];
+  k.length = 2 ** 28;
+  quick(() => assert.throws(() => G.pow(2, k), { message: 'pow: exponent must be a finite number; got an array of length 268435456' }));
+  assert.throws(() => G.pow(2, Object.create(null)), { message: 'pow: exponent must be a finite number; got an object' });
+  assert.throws(() => G.pow(2, Symbol('s')), { message: 'pow: exponent must be a finite number; got Symbol(s)' });
+  assert.throws(() => G.pow(2, [3]), { message: 'pow: exponent must be a finite number; got 3' });
+});

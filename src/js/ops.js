@@ -103,8 +103,21 @@ export const dot = pair('dot');
 export const addDiag = pair('addDiag');
 export const solveGeneral = pair('solveGeneral');
 
+/** A bad argument as a message shows it: as JavaScript prints it, unless that is long or fails. */
+function shown(k) {
+  if (k === null || (typeof k !== 'object' && typeof k !== 'function')) return String(k);
+  if (Array.isArray(k) && k.length <= 16) {
+    try {
+      return String(k);
+    } catch {
+      // an element that cannot print
+    }
+  }
+  return Array.isArray(k) ? `an array of length ${k.length}` : typeof k === 'function' ? 'a function' : 'an object';
+}
+
 export function pow(a, k) {
-  if (typeof k !== 'number' || !Number.isFinite(k)) throw new Error(`pow: exponent must be a finite number; got ${String(k)}`);
+  if (typeof k !== 'number' || !Number.isFinite(k)) throw new Error(`pow: exponent must be a finite number; got ${shown(k)}`);
   const t = tapeFor(a);
   const x = lift(t, a);
   return opVar(t, N.tapePow(t.h, x._id, k), [x], { op: 'pow', args: [k] });
