@@ -255,7 +255,10 @@ pub fn tape_accumulate(t: u32, id: u32, contribution: &[f64]) -> Result<()> {
 /// `swept` says the caller already did (hand-built nodes), write the
 /// adjoints of `leaves` one after another into `out` (zeros for a leaf the
 /// sweep did not reach), and return the root's value.
-pub fn tape_gradients(t: u32, root: u32, swept: bool, leaves: &[u32], out: &mut [f64]) -> Result<f64> {
+/// The end of an eager evaluation, in one call: the root's value, the
+/// leaves' gradients into `out` (after a sweep unless `swept`), and the tape
+/// emptied for the next evaluation.
+pub fn tape_finish(t: u32, root: u32, swept: bool, leaves: &[u32], out: &mut [f64]) -> Result<f64> {
     with_tape(t, |t| {
         let shape = t.graph.node(root)?.shape;
         if shape != Shape::Scalar {
@@ -276,7 +279,9 @@ pub fn tape_gradients(t: u32, root: u32, swept: bool, leaves: &[u32], out: &mut 
             }
             at += size;
         }
-        Ok(t.graph.value(root)?[0])
+        let value = t.graph.value(root)?[0];
+        t.reset();
+        Ok(value)
     })
 }
 

@@ -142,9 +142,9 @@ pub fn tape_accumulate(t: u32, id: u32, contribution: &[f64]) -> Result<()> {
 }
 
 #[napi(catch_unwind)]
-pub fn tape_gradients(t: u32, root: u32, swept: bool, leaves: &[u32], mut out: Float64ArraySlice) -> Result<f64> {
+pub fn tape_finish(t: u32, root: u32, swept: bool, leaves: &[u32], mut out: Float64ArraySlice) -> Result<f64> {
     // SAFETY: a fresh buffer of the caller's, not aliased by any other argument.
-    api::tape_gradients(t, root, swept, leaves, unsafe { out.as_mut() }).js()
+    api::tape_finish(t, root, swept, leaves, unsafe { out.as_mut() }).js()
 }
 
 /// A plan owned by JavaScript. `planRelease` can empty it before the

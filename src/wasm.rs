@@ -282,8 +282,8 @@ pub extern "C" fn tape_accumulate(t: u32, node: u32, len: u32) -> i32 {
 
 /// The leaves' ids are scratch 1; the gradients go to scratch 2, `out_len` values.
 #[no_mangle]
-pub extern "C" fn tape_gradients(t: u32, root: u32, swept: bool, leaves: u32, out_len: u32) -> f64 {
-    number(api::tape_gradients(t, root, swept, buffer(1, leaves), buffer(2, out_len)))
+pub extern "C" fn tape_finish(t: u32, root: u32, swept: bool, leaves: u32, out_len: u32) -> f64 {
+    number(api::tape_finish(t, root, swept, buffer(1, leaves), buffer(2, out_len)))
 }
 
 fn new_plan(plan: Result<Plan>) -> i32 {

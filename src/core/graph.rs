@@ -227,20 +227,31 @@ impl Graph {
 /// sweep runs backwards, so eager, compiled and rebuilt plans accumulate
 /// adjoints in the same order and agree bit for bit.
 pub fn post_order(nodes: &[Node], root: u32) -> Vec<u32> {
+    let mut walk = Walk::default();
     let mut order = Vec::new();
-    post_order_into(nodes, root, &mut Vec::new(), &mut order);
+    post_order_into(nodes, root, &mut walk, &mut order);
     order
 }
 
-/// `post_order` into `order`, with `seen` as scratch: all false on entry and
-/// again on return, grown to the graph's size as needed, so a sweep over a
-/// few nodes of a large tape costs what it visits, not the tape's size.
-pub fn post_order_into(nodes: &[Node], root: u32, seen: &mut Vec<bool>, order: &mut Vec<u32>) {
+/// Scratch for `post_order_into`, kept by a tape so that a sweep over a few
+/// nodes allocates nothing (on small models the allocation showed).
+#[derive(Default)]
+pub struct Walk {
+    /// All false between walks, grown to the graph's size as needed.
+    seen: Vec<bool>,
+    /// Empty between walks.
+    stack: Vec<(u32, usize)>,
+}
+
+/// `post_order` into `order`, with `walk` as scratch, so that a sweep over
+/// a few nodes of a large tape costs what it visits, not the tape's size.
+pub fn post_order_into(nodes: &[Node], root: u32, walk: &mut Walk, order: &mut Vec<u32>) {
+    let Walk { seen, stack } = walk;
     if seen.len() < nodes.len() {
         seen.resize(nodes.len(), false);
     }
     order.clear();
-    let mut stack: Vec<(u32, usize)> = vec![(root, 0)];
+    stack.push((root, 0));
     seen[root as usize] = true;
     while let Some(top) = stack.last_mut() {
         let (id, visited) = *top;

@@ -4,7 +4,7 @@
 
 use super::error::Result;
 use super::kernels::matrix::axpy;
-use super::graph::{mark_needs, post_order_into, propagate, Graph};
+use super::graph::{mark_needs, post_order_into, propagate, Graph, Walk};
 use super::op::Op;
 use crate::fail;
 
@@ -14,8 +14,7 @@ pub struct Tape {
     adj: Vec<f64>,
     order: Vec<u32>,
     needs: Vec<bool>,
-    /// Scratch for the depth-first walk, all false between sweeps.
-    seen: Vec<bool>,
+    walk: Walk,
     /// How many nodes of `order`, from the front, the sweep has still to visit.
     pending: usize,
 }
@@ -26,7 +25,6 @@ impl Tape {
         self.graph.clear();
         self.order.clear();
         self.needs.clear();
-        self.seen.clear();
         self.pending = 0;
     }
 
@@ -51,7 +49,7 @@ impl Tape {
         for &id in &self.order {
             self.needs[id as usize] = false;
         }
-        post_order_into(nodes, root, &mut self.seen, &mut self.order);
+        post_order_into(nodes, root, &mut self.walk, &mut self.order);
         mark_needs(nodes, &self.order, |n| n.op == Op::Leaf, &mut self.needs);
         self.needs[root as usize] = true;
         // Only adjoints that will be read are cleared: the arena also holds

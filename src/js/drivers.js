@@ -24,15 +24,18 @@ import {
 
 /**
  * The parameters (or inputs) of a call as named slots:
- * { map, keys, values, names } with `keys` null for a single parameter.
+ * { map, keys, values, label } with `keys` null for a single parameter.
  */
 function slotsOf(x, label) {
   if (isMapForm(x)) {
     const keys = Object.keys(x);
-    return { map: true, keys, values: keys.map((k) => x[k]), names: keys.map((k) => `${label} "${k}"`) };
+    return { map: true, keys, values: keys.map((k) => x[k]), label };
   }
-  return { map: false, keys: null, values: [x], names: [label] };
+  return { map: false, keys: null, values: [x], label };
 }
+
+/** Slot i's name in messages: `parameter "mu"`, or `parameter` alone. */
+const slotName = (s, i) => (s.map ? `${s.label} "${s.keys[i]}"` : s.label);
 
 export function checkInputs(inputs, where) {
   if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs) || inputs instanceof Float64Array) {
@@ -42,20 +45,16 @@ export function checkInputs(inputs, where) {
 
 /** Leaves for each slot on tape t; returns the argument the objective receives. */
 function bindSlots(t, s, kind) {
-  const vars = s.values.map((v, i) =>
-    typeof v === 'number' ? numberLeafVar(t, kind, v) : leafVar(t, kind, asTensor(v, s.names[i])),
-  );
+  const n = s.values.length;
+  const vars = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const v = s.values[i];
+    vars[i] = typeof v === 'number' ? numberLeafVar(t, kind, v) : leafVar(t, kind, asTensor(v, slotName(s, i)));
+  }
   if (!s.map) return { vars, arg: vars[0] };
   const arg = {};
-  s.keys.forEach((k, i) => setOwn(arg, k, vars[i]));
+  for (let i = 0; i < n; i++) setOwn(arg, s.keys[i], vars[i]);
   return { vars, arg };
-}
-
-function assemble(s, grads) {
-  if (!s.map) return grads[0];
-  const out = {};
-  s.keys.forEach((k, i) => setOwn(out, k, grads[i]));
-  return out;
 }
 
 function checkRoot(root, where) {
@@ -129,27 +128,32 @@ export function evaluate(f, x, inputs, wantGradient, where) {
       sweep(t, root._id, null);
     }
     const vars = P.vars;
+    const n = vars.length;
     // Forms first: nothing of the caller's runs between the core filling
     // the shared buffers and the gradients being copied out of them.
-    const forms = params.values.map(formOf);
-    const ids = scratch.ids(vars.length);
-    const offsets = new Array(vars.length);
+    const forms = params.map ? params.values.map(formOf) : formOf(params.values[0]);
+    const ids = scratch.ids(n);
     let total = 0;
-    for (let i = 0; i < vars.length; i++) {
+    for (let i = 0; i < n; i++) {
       ids[i] = vars[i]._id;
-      offsets[i] = total;
       total += sizeOf(vars[i].shape);
     }
     const flat = scratch.values(total);
     let value;
     try {
-      value = N.tapeGradients(t.h, root._id, swept, ids, flat);
+      value = N.tapeFinish(t.h, root._id, swept, ids, flat);
+      t.emptied = true;
     } catch (e) {
       throw new Error(`${where}: ${e.message}`);
     }
-    const grads = new Array(vars.length);
-    for (let i = 0; i < vars.length; i++) grads[i] = shapeGradient(forms[i], vars[i].shape, flat, offsets[i]);
-    return { value, gradient: assemble(params, grads) };
+    if (!params.map) return { value, gradient: shapeGradient(forms, vars[0].shape, flat, 0) };
+    const gradient = {};
+    for (let i = 0, at = 0; i < n; i++) {
+      const shape = vars[i].shape;
+      setOwn(gradient, params.keys[i], shapeGradient(forms[i], shape, flat, at));
+      at += sizeOf(shape);
+    }
+    return { value, gradient };
   } finally {
     retire(t);
   }

@@ -176,7 +176,12 @@ export class Replay {
     }
     // The sampler's case: one parameter, a number or plain arrays, no
     // inputs; no view lists, no per-slot bookkeeping.
-    if (this.single && inputs === undefined && (typeof x === 'number' || Array.isArray(x))) {
+    if (this.single && inputs === undefined && typeof x === 'number') {
+      this.flat[0] = x;
+      const value = N.planRunFlat(this.native(), this.flat, this.gradFlat);
+      return { value, gradient: this.gradFlat[0] };
+    }
+    if (this.single && inputs === undefined && Array.isArray(x)) {
       this.feed(0, x, 'parameter', null);
       const value = N.planRunFlat(this.native(), this.flat, this.gradFlat);
       return { value, gradient: shapeGradient(formOf(x), this.shapes[0], this.gradFlat, 0) };

@@ -37,6 +37,8 @@ class Tape {
     /** Counts sweeps, so a Var knows whether its cached grad is current. */
     this.sweeps = 0;
     this.sweeping = false;
+    /** Set once the core emptied it (N.tapeFinish), so retiring it needs no reset. */
+    this.emptied = false;
     if (finalize) tapeFinalizer.register(this, id, this);
   }
 }
@@ -53,7 +55,7 @@ export function retire(t) {
   t.live = false;
   tapeFinalizer.unregister(t); // a kept tape retired early is not freed twice
 
-  N.tapeReset(t.h);
+  if (!t.emptied) N.tapeReset(t.h);
   if (spareTapes.length < 4) spareTapes.push(t.h);
   else N.tapeFree(t.h);
 }

@@ -97,10 +97,12 @@ export function loadWasm(bytes = wasmBytes()) {
     return data.length;
   };
   const putU32 = (s, ids) => {
-    const p = reserve(s, ids.length * 4);
+    const n = ids.length;
+    const p = reserve(s, n * 4) >>> 2;
     heap();
-    u32.set(ids, p >>> 2);
-    return ids.length;
+    if (n > 16) u32.set(ids, p);
+    else for (let i = 0; i < n; i++) u32[p + i] = ids[i];
+    return n;
   };
   const putText = (s, str) => {
     let p = reserve(s, str.length);
@@ -221,10 +223,10 @@ export function loadWasm(bytes = wasmBytes()) {
       return has === 1;
     },
     tapeAccumulate: (t, node, c) => id(X.tape_accumulate(t, node, put64(0, c))),
-    tapeGradients(t, root, swept, leaves, out) {
+    tapeFinish(t, root, swept, leaves, out) {
       const n = putU32(1, leaves);
       reserve(2, out.length * 8);
-      const value = X.tape_gradients(t, root, swept, n, out.length);
+      const value = X.tape_finish(t, root, swept, n, out.length);
       if (value !== value && X.failed()) raise();
       get64(2, out);
       return value;
@@ -351,15 +353,39 @@ export function loadWasm(bytes = wasmBytes()) {
     id(X.plan_batch(live(h), k, n, m, l));
   }
 
-  // Every call turns a trap into an Error and recovers; a plain throw passes through.
-  for (const [name, f] of Object.entries(binding)) {
-    binding[name] = function (a, b, c, d, e, g, h, k) {
-      try {
-        return f(a, b, c, d, e, g, h, k);
-      } catch (err) {
-        throw internal(err);
-      }
-    };
-  }
+  // Every call turns a trap into an Error and recovers; a plain throw passes
+  // through. Each wrapper takes its function's own arity: passing more
+  // arguments than a function declares cost a visible share of small calls.
+  const guard = (f) => {
+    switch (f.length) {
+      case 0:
+      case 1:
+        return (a) => {
+          try {
+            return f(a);
+          } catch (err) {
+            throw internal(err);
+          }
+        };
+      case 2:
+      case 3:
+        return (a, b, c) => {
+          try {
+            return f(a, b, c);
+          } catch (err) {
+            throw internal(err);
+          }
+        };
+      default:
+        return (a, b, c, d, e, g, h, k) => {
+          try {
+            return f(a, b, c, d, e, g, h, k);
+          } catch (err) {
+            throw internal(err);
+          }
+        };
+    }
+  };
+  for (const [name, f] of Object.entries(binding)) binding[name] = guard(f);
   return binding;
 }
