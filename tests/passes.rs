@@ -441,6 +441,42 @@ fn rec_many_ops(r: &mut Rec, a: &Args) -> u32 {
     r.op2(Op::Mul, a12, ng)
 }
 
+/// Every elementwise op on scalars, which a plan runs as scalar steps and
+/// the eager tape through the kernels: parameters on either side, a
+/// constant on either side (no adjoint into it), one operand twice.
+fn rec_scalar_ops(r: &mut Rec, a: &Args) -> u32 {
+    let x = r.param(Shape::Scalar, &a.0[0]);
+    let y = r.param(Shape::Scalar, &a.0[1]);
+    let c = r.num(0.75);
+    let mut terms = Vec::new();
+    for op in [Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Maximum, Op::Minimum] {
+        terms.push(r.op2(op, x, y));
+        terms.push(r.op2(op, y, x));
+        terms.push(r.op2(op, c, x));
+        terms.push(r.op2(op, y, c));
+    }
+    terms.push(r.op2(Op::Mul, x, x));
+    terms.push(r.op2(Op::Maximum, y, y)); // a tie: the adjoint goes left
+    let pos = r.op1(Op::Square, x);
+    let pos = r.op2(Op::Add, pos, c); // > 0 for log, sqrt, lgamma, pow
+    for op in [Op::Neg, Op::Exp, Op::Tanh, Op::Sigmoid, Op::Relu] {
+        terms.push(r.op1(op, y));
+    }
+    for op in [Op::Log, Op::Sqrt, Op::Lgamma, Op::Pow(tangent_grad::core::op::Exponent::new(-1.5)), Op::Pow(tangent_grad::core::op::Exponent::new(3.0))] {
+        terms.push(r.op1(op, pos));
+    }
+    // Weighted, so that no term's adjoint is a plain copy of the root's.
+    let mut acc = terms[0];
+    for (i, &t) in terms.iter().enumerate().skip(1) {
+        let w = r.num(0.1 * i as f64);
+        let wt = r.op2(Op::Mul, t, w);
+        acc = r.op2(Op::Add, acc, wt);
+    }
+    let scale = r.num(0.01);
+    let small = r.op2(Op::Mul, acc, scale);
+    r.op1(Op::Tanh, small)
+}
+
 fn r_const_6x3(r: &mut Rec) -> u32 {
     let data: Vec<f64> = (0..18).map(|i| 0.1 * i as f64 - 0.7).collect();
     r.konst(Shape::Matrix(6, 3), &data)
@@ -524,6 +560,15 @@ fn cases() -> Vec<Case> {
             name: "dead nodes",
             record: rec_dead,
             args: (0..3).map(|_| (vec![v(3), v(1), v(2)], vec![v(3)])).collect(),
+        },
+        Case {
+            name: "every scalar op",
+            record: rec_scalar_ops,
+            args: vec![
+                (vec![vec![0.3], vec![-1.2]], vec![]),
+                (vec![vec![-2.1], vec![0.8]], vec![]),
+                (vec![vec![1.7], vec![1.7]], vec![]),
+            ],
         },
         Case { name: "root is a parameter", record: rec_root_is_param, args: (0..2).map(|_| (vec![v(1), v(2)], vec![])).collect() },
         Case { name: "constant root", record: rec_const_root, args: (0..2).map(|_| (vec![v(2)], vec![])).collect() },

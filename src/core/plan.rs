@@ -7,10 +7,15 @@
 //! - identical nodes are already merged by the graph that is compacted;
 //! - nodes computed from constants only are folded into constants;
 //! - adjoints are computed only for nodes that depend on a parameter, so
-//!   nothing flows into constants or inputs.
+//!   nothing flows into constants or inputs;
+//! - an elementwise op on scalars becomes a `ScalarStep`, an instruction
+//!   over arena offsets: no shapes, slices or dispatch through the kernels,
+//!   which is most of a scalar node's cost. Its formulas are the kernels'
+//!   own (kernels/scalar.rs), so results stay bit-identical.
 
 use super::error::Result;
-use super::graph::{eval, mark_needs, post_order, propagate, Graph};
+use super::graph::{eval, mark_needs, post_order, propagate, Graph, Node};
+use super::kernels::scalar;
 use super::op::Op;
 use super::shape::Shape;
 use crate::fail;
@@ -40,6 +45,48 @@ impl Default for Passes {
     }
 }
 
+/// An elementwise op on scalar operands, by the arena offsets of its value
+/// and its operands' (for a unary op, `b` repeats `a`), with whether each
+/// operand takes an adjoint.
+#[derive(Debug, Clone, Copy)]
+struct ScalarStep {
+    op: Op,
+    out: usize,
+    a: usize,
+    b: usize,
+    unary: bool,
+    needs_a: bool,
+    needs_b: bool,
+}
+
+/// One node of a replay: through the kernels, or as a scalar step.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Node(u32),
+    Scalar(ScalarStep),
+}
+
+impl Step {
+    fn of(nodes: &[Node], id: u32, needs: &[bool]) -> Step {
+        let node = &nodes[id as usize];
+        let scalar = |p: &u32| nodes[*p as usize].shape == Shape::Scalar;
+        let arity = if matches!(node.op, Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum) { 2 } else { 1 };
+        if !(scalar::has_formula(node.op) && node.shape == Shape::Scalar && node.parents.len() == arity && node.parents.iter().all(scalar)) {
+            return Step::Node(id);
+        }
+        let (a, b) = (node.parents[0], node.parents[arity - 1]);
+        Step::Scalar(ScalarStep {
+            op: node.op,
+            out: node.val,
+            a: nodes[a as usize].val,
+            b: nodes[b as usize].val,
+            unary: arity == 1,
+            needs_a: needs[a as usize],
+            needs_b: needs[b as usize],
+        })
+    }
+}
+
 /// `Clone` gives each thread of a batch its own arena (src/batch.rs).
 #[derive(Clone)]
 pub struct Plan {
@@ -49,9 +96,9 @@ pub struct Plan {
     params: Vec<Slot>,
     inputs: Vec<Slot>,
     /// Op nodes evaluated on every replay, in order.
-    forward: Vec<u32>,
+    forward: Vec<Step>,
     /// Op nodes whose adjoint is propagated, in sweep order (reverse).
-    backward: Vec<u32>,
+    backward: Vec<Step>,
     needs: Vec<bool>,
     /// Adjoint ranges cleared before each sweep.
     clear: Vec<(usize, usize)>,
@@ -101,9 +148,9 @@ impl Plan {
             vec![true; g.nodes.len()]
         };
         needs[root as usize] = true;
-        let forward: Vec<u32> = all.iter().copied().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
-        let backward: Vec<u32> =
-            forward.iter().rev().copied().filter(|&i| needs[i as usize]).collect();
+        let pure: Vec<u32> = all.iter().copied().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
+        let forward = pure.iter().map(|&i| Step::of(&g.nodes, i, &needs)).collect();
+        let backward = pure.iter().rev().filter(|&&i| needs[i as usize]).map(|&i| Step::of(&g.nodes, i, &needs)).collect();
         let mut clear: Vec<(usize, usize)> = Vec::new();
         for (i, node) in g.nodes.iter().enumerate() {
             if needs[i] {
@@ -166,8 +213,11 @@ impl Plan {
     /// Evaluate every non-constant node; the root's value after.
     pub fn forward(&mut self) -> Result<&[f64]> {
         let g = &mut self.graph;
-        for &id in &self.forward {
-            eval(&g.nodes, id as usize, &mut g.values, &mut g.aux)?;
+        for step in &self.forward {
+            match *step {
+                Step::Scalar(s) => g.values[s.out] = scalar::value(s.op, g.values[s.a], g.values[s.b]),
+                Step::Node(id) => eval(&g.nodes, id as usize, &mut g.values, &mut g.aux)?,
+            }
         }
         Ok(&g.values[g.nodes[self.root as usize].range()])
     }
@@ -179,8 +229,22 @@ impl Plan {
         }
         let g = &mut self.graph;
         self.adj[g.nodes[self.root as usize].val] = 1.0;
-        for &id in &self.backward {
-            propagate(&g.nodes, id as usize, &g.values, &mut self.adj, &mut g.aux, &self.needs);
+        let adj = &mut self.adj;
+        for step in &self.backward {
+            match *step {
+                Step::Scalar(s) => {
+                    let v = &g.values;
+                    let (x, y, out, d) = (v[s.a], v[s.b], v[s.out], adj[s.out]);
+                    // Operand 0 before operand 1, as the kernels accumulate.
+                    if s.needs_a {
+                        adj[s.a] += scalar::partial(s.op, 0, x, y, out, d);
+                    }
+                    if !s.unary && s.needs_b {
+                        adj[s.b] += scalar::partial(s.op, 1, x, y, out, d);
+                    }
+                }
+                Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, &self.needs),
+            }
         }
     }
 

@@ -4,15 +4,29 @@
 
 pub mod elementwise;
 pub mod matrix;
+pub mod scalar;
 
 use super::error::Result;
 use super::fastmath;
 use super::linalg;
-use super::math;
 use super::op::{broadcast, Op};
 use super::shape::Shape;
-use super::special;
 use elementwise as ew;
+
+/// `$apply` with each listed op bound to the constant `$o`, so that the
+/// formula (kernels/scalar.rs) it hands an elementwise loop folds to that
+/// op's alone: one loop per op, as if written out.
+macro_rules! for_each_op {
+    ($op:expr, [$($name:ident),+], |$o:ident| $apply:expr) => {
+        match $op {
+            $(Op::$name => {
+                const $o: Op = Op::$name;
+                $apply
+            })+
+            _ => {}
+        }
+    };
+}
 
 /// What a kernel needs to know of an operand: its shape, and the offset of
 /// its value in the arena (and of its adjoint, in an adjoint arena laid out
@@ -68,27 +82,17 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         Op::Leaf | Op::Input | Op::Const | Op::External => {}
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => {
             let (_, bc) = broadcast(op.name(), p.shape(0), p.shape(1))?;
-            match op {
-                Op::Add => ew::binary(bc, v(0), v(1), out, |x, y| x + y),
-                Op::Sub => ew::binary(bc, v(0), v(1), out, |x, y| x - y),
-                Op::Mul => ew::binary(bc, v(0), v(1), out, |x, y| x * y),
-                Op::Div => ew::binary(bc, v(0), v(1), out, |x, y| x / y),
-                Op::Maximum => ew::binary(bc, v(0), v(1), out, ew::js_max),
-                _ => ew::binary(bc, v(0), v(1), out, ew::js_min),
-            }
+            let (a, b) = (v(0), v(1));
+            for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum], |O| ew::binary(bc, a, b, out, |x, y| scalar::value(O, x, y)))
         }
-        Op::Neg => ew::unary(v(0), out, |x| -x),
-        Op::Exp => ew::unary(v(0), out, math::exp),
-        Op::Log => ew::unary(v(0), out, math::ln),
-        Op::Sqrt => ew::unary(v(0), out, f64::sqrt),
-        Op::Square => ew::unary(v(0), out, |x| x * x),
+        // Blocked, for speed on long arrays; element by element the same as scalar::value.
         Op::Tanh => fastmath::tanh_slice(v(0), out),
-        Op::Sigmoid => ew::unary(v(0), out, |x| 1.0 / (1.0 + math::exp(-x))),
-        Op::Relu => ew::unary(v(0), out, ew::relu),
-        Op::Lgamma => ew::unary(v(0), out, special::lgamma),
+        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma => {
+            for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Sigmoid, Relu, Lgamma], |O| ew::unary(v(0), out, |x| scalar::value(O, x, 0.0)))
+        }
         Op::Pow(k) => {
-            let k = k.get();
-            ew::unary(v(0), out, |x| math::pow(x, k))
+            let op = Op::Pow(k);
+            ew::unary(v(0), out, |x| scalar::value(op, x, 0.0))
         }
         Op::Sum => out[0] = matrix::sum(v(0)),
         Op::Mean => out[0] = matrix::sum(v(0)) / v(0).len() as f64,
@@ -199,32 +203,24 @@ fn parent_adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => {
             let Ok((_, bc)) = broadcast(op.name(), p.shape(0), p.shape(1)) else { return };
             let (a, b) = (p.val(0), p.val(1));
-            match (op, k) {
-                (Op::Add, _) | (Op::Sub, 0) => ew::binary_adjoint(bc, k, a, b, g, d, |_, _, g| g),
-                (Op::Sub, _) => ew::binary_adjoint(bc, k, a, b, g, d, |_, _, g| -g),
-                (Op::Mul, 0) => ew::binary_adjoint(bc, k, a, b, g, d, |_, y, g| g * y),
-                (Op::Mul, _) => ew::binary_adjoint(bc, k, a, b, g, d, |x, _, g| g * x),
-                (Op::Div, 0) => ew::binary_adjoint(bc, k, a, b, g, d, |_, y, g| g / y),
-                (Op::Div, _) => ew::binary_adjoint(bc, k, a, b, g, d, |x, y, g| -g * x / (y * y)),
-                // Ties go left; a NaN fails the comparison and goes right.
-                (Op::Maximum, 0) => ew::binary_adjoint(bc, k, a, b, g, d, |x, y, g| if x >= y { g } else { 0.0 }),
-                (Op::Maximum, _) => ew::binary_adjoint(bc, k, a, b, g, d, |x, y, g| if x >= y { 0.0 } else { g }),
-                (Op::Minimum, 0) => ew::binary_adjoint(bc, k, a, b, g, d, |x, y, g| if x <= y { g } else { 0.0 }),
-                _ => ew::binary_adjoint(bc, k, a, b, g, d, |x, y, g| if x <= y { 0.0 } else { g }),
+            if k == 0 {
+                for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum], |O| {
+                    ew::binary_adjoint(bc, 0, a, b, g, d, |x, y, g| scalar::partial(O, 0, x, y, 0.0, g))
+                })
+            } else {
+                for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum], |O| {
+                    ew::binary_adjoint(bc, 1, a, b, g, d, |x, y, g| scalar::partial(O, 1, x, y, 0.0, g))
+                })
             }
         }
-        Op::Neg => ew::unary_adjoint(v(0), out, g, d, |_, _, g| -g),
-        Op::Exp => ew::unary_adjoint(v(0), out, g, d, |_, y, g| g * y),
-        Op::Log => ew::unary_adjoint(v(0), out, g, d, |x, _, g| g / x),
-        Op::Sqrt => ew::unary_adjoint(v(0), out, g, d, |_, y, g| g / (2.0 * y)),
-        Op::Square => ew::unary_adjoint(v(0), out, g, d, |x, _, g| 2.0 * x * g),
-        Op::Tanh => ew::unary_adjoint(v(0), out, g, d, |_, y, g| g * (1.0 - y * y)),
-        Op::Sigmoid => ew::unary_adjoint(v(0), out, g, d, |_, y, g| g * y * (1.0 - y)),
-        Op::Relu => ew::unary_adjoint(v(0), out, g, d, |x, _, g| if x > 0.0 { g } else { 0.0 }),
-        Op::Lgamma => ew::unary_adjoint(v(0), out, g, d, |x, _, g| g * special::digamma(x)),
+        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma => {
+            for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Tanh, Sigmoid, Relu, Lgamma], |O| {
+                ew::unary_adjoint(v(0), out, g, d, |x, y, g| scalar::partial(O, 0, x, 0.0, y, g))
+            })
+        }
         Op::Pow(e) => {
-            let k = e.get();
-            ew::unary_adjoint(v(0), out, g, d, |x, _, g| g * k * math::pow(x, k - 1.0))
+            let op = Op::Pow(e);
+            ew::unary_adjoint(v(0), out, g, d, |x, y, g| scalar::partial(op, 0, x, 0.0, y, g))
         }
         Op::Sum => d.iter_mut().for_each(|di| *di += g[0]),
         Op::Mean => {
