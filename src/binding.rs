@@ -152,7 +152,16 @@ pub fn tape_finish(t: u32, root: u32, swept: bool, leaves: &[u32], mut out: Floa
 /// that makes and drops compiled functions would otherwise keep them all;
 /// src/js/budget.js decides when), and the cell refuses a call made from
 /// inside another on the same plan (from a getter the call ran).
-pub struct PlanCell(RefCell<Option<Plan>>);
+pub struct PlanCell(RefCell<Option<Plan>>, RefCell<Option<Bound>>);
+
+/// A Replay's flat argument and gradient buffers (src/js/replay.js), bound
+/// to its plan once so that a call converts no typed array: each held by a
+/// reference, and read or written in place. They are the Replay's own and
+/// never handed to the caller, so nothing detaches them.
+struct Bound {
+    flat: Float64Array,
+    grad: Float64Array,
+}
 
 /// The plan of `p` for the length of `f`.
 fn with_plan<R>(p: &PlanCell, f: impl FnOnce(&mut Plan) -> Result<R>) -> Result<R> {
@@ -170,7 +179,7 @@ fn with_plan<R>(p: &PlanCell, f: impl FnOnce(&mut Plan) -> Result<R>) -> Result<
 /// collector weighs a dropped plan by what it frees.
 fn plan_external(plan: Plan) -> External<PlanCell> {
     let bytes = plan.bytes();
-    External::new_with_size_hint(PlanCell(RefCell::new(Some(plan))), bytes)
+    External::new_with_size_hint(PlanCell(RefCell::new(Some(plan)), RefCell::new(None)), bytes)
 }
 
 #[napi(catch_unwind)]
@@ -196,6 +205,7 @@ pub fn plan_release(p: &External<PlanCell>) -> Result<()> {
         return Err(Error::new(Status::GenericFailure, "a plan cannot be released during its own call"));
     };
     *slot = None;
+    p.1.replace(None);
     Ok(())
 }
 
@@ -288,11 +298,28 @@ pub fn plan_run(p: &External<PlanCell>, data: Array, grads: Array) -> Result<f64
     })
 }
 
-/// `plan_run` when every argument and gradient is in the flat buffers at
-/// the plan's own offsets: four fewer arguments to convert on every call.
+/// Bind the buffers `plan_run_bound` reads its arguments from and writes
+/// its gradients to (two distinct arrays).
 #[napi(catch_unwind)]
-pub fn plan_run_flat(p: &External<PlanCell>, flat: &[f64], mut grad: Float64ArraySlice) -> Result<f64> {
-    // SAFETY: a fresh buffer of the caller's, distinct from `flat`.
+pub fn plan_bind(p: &External<PlanCell>, flat: Float64Array, grad: Float64Array) -> Result<()> {
+    let Ok(mut bound) = p.1.try_borrow_mut() else {
+        return Err(Error::new(Status::GenericFailure, "a plan cannot be bound during its own call"));
+    };
+    *bound = Some(Bound { flat, grad });
+    Ok(())
+}
+
+/// `plan_run` when every argument and gradient is in the bound flat
+/// buffers at the plan's own offsets: no argument to convert but the plan.
+#[napi(catch_unwind)]
+pub fn plan_run_bound(p: &External<PlanCell>) -> Result<f64> {
+    let Ok(mut bound) = p.1.try_borrow_mut() else {
+        return Err(Error::new(Status::GenericFailure, "a compiled function cannot be called from inside its own call"));
+    };
+    let Some(Bound { flat, grad }) = bound.as_mut() else {
+        return Err(Error::new(Status::GenericFailure, "this plan has no bound buffers"));
+    };
+    // SAFETY: two distinct arrays (JavaScript binds two), alive while bound.
     with_plan(p, |p| api::plan_run_flat(p, flat, unsafe { grad.as_mut() }).js())
 }
 

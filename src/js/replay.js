@@ -99,6 +99,8 @@ export class Replay {
     this.gradLayout = new Int32Array(shapes.length);
     // Parameters come first in the flat layout, so their gradients fit in its head.
     this.gradFlat = new Float64Array(this.offsets[shapes.length] ?? total);
+    // Bound once: a call with everything in these two passes neither.
+    N.planBind(plan, this.flat, this.gradFlat);
     /** Whether it was built for calls with an inputs map (possibly empty). */
     this.hasInputs = inputShapes.length > 0;
     /** One parameter not in a map, and no inputs. */
@@ -112,6 +114,7 @@ export class Replay {
   native() {
     if (this.plan === null) {
       this.plan = this.rebuild();
+      N.planBind(this.plan, this.flat, this.gradFlat);
       hold(this);
     } else {
       touch(this);
@@ -178,12 +181,12 @@ export class Replay {
     // inputs; no view lists, no per-slot bookkeeping.
     if (this.single && inputs === undefined && typeof x === 'number') {
       this.flat[0] = x;
-      const value = N.planRunFlat(this.native(), this.flat, this.gradFlat);
+      const value = N.planRunBound(this.native());
       return { value, gradient: this.gradFlat[0] };
     }
     if (this.single && inputs === undefined && Array.isArray(x)) {
       this.feed(0, x, 'parameter', null);
-      const value = N.planRunFlat(this.native(), this.flat, this.gradFlat);
+      const value = N.planRunBound(this.native());
       return { value, gradient: shapeGradient(formOf(x), this.shapes[0], this.gradFlat, 0) };
     }
     const views = this.feedAll(x, inputs);
@@ -207,7 +210,7 @@ export class Replay {
     const gradFlat = flatGradients ? this.gradFlat : NO_VALUES;
     const value =
       views.length === 0 && gradViews.length === 0
-        ? N.planRunFlat(this.native(), this.flat, gradFlat)
+        ? N.planRunBound(this.native())
         : N.planRun(this.native(), [this.flat, this.layout, ...views], [gradFlat, gradLayout, ...gradViews]);
     const grads = new Array(np);
     for (let i = 0; i < np; i++) {

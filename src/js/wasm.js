@@ -173,6 +173,18 @@ export function loadWasm(bytes = wasmBytes()) {
     }
   }
 
+  /** A replay with every argument in `flat` and every gradient to `grad`, at the plan's offsets. */
+  function runFlat(h, flat, grad) {
+    reserve(0, flat.length * 8);
+    reserve(2, grad.length * 8);
+    heap();
+    copy(f64, at[0] >>> 3, flat, flat.length);
+    const value = X.plan_run_flat(live(h), flat.length, grad.length);
+    if (value !== value && X.failed()) raise();
+    get64(2, grad);
+    return value;
+  }
+
   start();
 
   const binding = {
@@ -278,15 +290,14 @@ export function loadWasm(bytes = wasmBytes()) {
       }
       return value;
     },
-    planRunFlat(h, flat, grad) {
-      reserve(0, flat.length * 8);
-      reserve(2, grad.length * 8);
-      heap();
-      copy(f64, at[0] >>> 3, flat, flat.length);
-      const value = X.plan_run_flat(live(h), flat.length, grad.length);
-      if (value !== value && X.failed()) raise();
-      get64(2, grad);
-      return value;
+    planBind(h, flat, grad) {
+      live(h);
+      h.flat = flat;
+      h.grad = grad;
+    },
+    planRunBound(h) {
+      if (h.flat === undefined) throw new Error('this plan has no bound buffers');
+      return runFlat(h, h.flat, h.grad);
     },
     planForward(h, data, outs) {
       const flat = data[0].slice();
