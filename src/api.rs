@@ -39,16 +39,42 @@ pub fn shape(rank: u32, d0: f64, d1: f64) -> Result<Shape> {
     Shape::from_dims(&dims[..given.len()]).ok_or_else(too_large)
 }
 
-/// Ops without static arguments, numbered by their position here; JavaScript
-/// reads this list once to learn the codes.
-pub const CODED_OPS: [&str; 24] = [
-    "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "sqrt", "square", "tanh", "sigmoid",
-    "relu", "lgamma", "sum", "mean", "matmul", "dot", "transpose", "diagPart", "addDiag", "cholesky", "solveGeneral",
+/// Ops without static arguments, numbered by their position here.
+const CODED: [Op; 24] = [
+    Op::Add,
+    Op::Sub,
+    Op::Mul,
+    Op::Div,
+    Op::Maximum,
+    Op::Minimum,
+    Op::Neg,
+    Op::Exp,
+    Op::Log,
+    Op::Sqrt,
+    Op::Square,
+    Op::Tanh,
+    Op::Sigmoid,
+    Op::Relu,
+    Op::Lgamma,
+    Op::Sum,
+    Op::Mean,
+    Op::Matmul,
+    Op::Dot,
+    Op::Transpose,
+    Op::DiagPart,
+    Op::AddDiag,
+    Op::Cholesky,
+    Op::SolveGeneral,
 ];
 
+/// The coded ops' names, in code order; JavaScript reads this list once to learn the codes.
+pub fn coded_ops() -> Vec<&'static str> {
+    CODED.iter().map(|op| op.name()).collect()
+}
+
 fn coded(code: u32) -> Result<Op> {
-    match CODED_OPS.get(code as usize).and_then(|name| Op::simple(name)) {
-        Some(op) => Ok(op),
+    match CODED.get(code as usize) {
+        Some(&op) => Ok(op),
         None => fail!("unknown op code {code}"),
     }
 }
@@ -97,6 +123,45 @@ pub fn tape_free(id: u32) {
         if let Some(slot) = tapes.borrow_mut().get_mut(id as usize) {
             *slot = None;
         }
+    })
+}
+
+/// Nodes on the tape: the id the next node gets.
+pub fn tape_length(t: u32) -> Result<u32> {
+    with_tape(t, |t| Ok(t.graph.nodes.len() as u32))
+}
+
+/// Record a batch of scalar nodes written by JavaScript (src/js/queue.js),
+/// three entries in `ops` per node: a number leaf as `[-1 - kind, i, 0]`
+/// holding `nums[i]`, or an elementwise op on scalars as `[code, a, b]`
+/// (`b` < 0 for one operand). JavaScript numbered the nodes in order from
+/// the tape's length; each must get that id. Returns the new length.
+pub fn tape_apply(t: u32, ops: &[i32], nums: &[f64]) -> Result<u32> {
+    with_tape(t, |t| {
+        let g = &mut t.graph;
+        for entry in ops.chunks_exact(3) {
+            let expected = g.nodes.len() as u32;
+            let (code, a, b) = (entry[0], entry[1], entry[2]);
+            let id = if code < 0 {
+                let Some(&x) = usize::try_from(a).ok().and_then(|i| nums.get(i)) else {
+                    return fail!("queued number {a} does not exist");
+                };
+                g.leaf(leaf_op((-1 - code) as u32), Shape::Scalar, &[x])?
+            } else {
+                let op = coded(code as u32)?;
+                let parents = [a as u32, b as u32];
+                let parents = if b < 0 { &parents[..1] } else { &parents[..] };
+                let scalar = |p: &u32| g.node(*p).is_ok_and(|n| n.shape == Shape::Scalar);
+                if !crate::core::kernels::scalar::has_formula(op) || !parents.iter().all(scalar) {
+                    return fail!("a queued op must be elementwise on scalars");
+                }
+                g.scalar_op(op, parents)?
+            };
+            if id != expected {
+                return fail!("queued node {expected} was recorded as {id}");
+            }
+        }
+        Ok(g.nodes.len() as u32)
     })
 }
 
@@ -349,4 +414,40 @@ pub fn plan_forward_into(p: &mut Plan, out: &mut [f64]) -> Result<()> {
     }
     out.copy_from_slice(value);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(name: &str) -> i32 {
+        coded_ops().iter().position(|&n| n == name).unwrap() as i32
+    }
+
+    #[test]
+    fn a_queued_batch_records_the_nodes_javascript_numbered() {
+        let t = tape_new();
+        // x = 2 (parameter), c = 3 (constant), m = x * c, e = exp(m)
+        let ops = [-2, 0, 0, -1, 1, 0, code("mul"), 0, 1, code("exp"), 2, -1];
+        assert_eq!(tape_apply(t, &ops, &[2.0, 3.0]), Ok(4));
+        let mut grad = [0.0];
+        let value = tape_finish(t, 3, false, &[0], &mut grad).unwrap();
+        assert_eq!(value, 6f64.exp());
+        assert_eq!(grad[0], 3.0 * 6f64.exp());
+        tape_free(t);
+    }
+
+    #[test]
+    fn a_queued_batch_that_is_not_scalar_ops_is_refused() {
+        let t = tape_new();
+        let v = tape_leaf(t, 1, &[1.0, 2.0], 1, 2.0, 0.0).unwrap(); // a [2] vector, node 0
+        assert_eq!(v, 0);
+        let refused = |ops: &[i32], nums: &[f64]| tape_apply(t, ops, nums).unwrap_err().0;
+        assert_eq!(refused(&[code("exp"), 0, -1], &[]), "a queued op must be elementwise on scalars");
+        assert_eq!(refused(&[-1, 0, 0, code("sum"), 1, -1], &[1.0]), "a queued op must be elementwise on scalars");
+        assert_eq!(refused(&[-1, 5, 0], &[1.0]), "queued number 5 does not exist");
+        assert_eq!(refused(&[code("neg"), 9, -1], &[]), "a queued op must be elementwise on scalars");
+        assert_eq!(refused(&[77, 0, -1], &[]), "unknown op code 77");
+        tape_free(t);
+    }
 }

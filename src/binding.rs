@@ -26,7 +26,7 @@ impl<T> IntoJs<T> for std::result::Result<T, CoreError> {
 
 #[napi]
 pub fn op_codes() -> Vec<&'static str> {
-    api::CODED_OPS.to_vec()
+    api::coded_ops()
 }
 
 #[napi(catch_unwind)]
@@ -98,6 +98,54 @@ pub fn tape_triangular_solve(t: u32, a: u32, b: u32, lower: bool) -> Result<u32>
 #[napi(catch_unwind)]
 pub fn tape_external(t: u32, data: &[f64], rank: u32, d0: f64, d1: f64, parents: &[u32]) -> Result<u32> {
     api::tape_external(t, data, rank, d0, d1, parents).js()
+}
+
+#[napi(catch_unwind)]
+pub fn tape_length(t: u32) -> Result<u32> {
+    api::tape_length(t).js()
+}
+
+/// The buffers JavaScript queues scalar nodes in (src/js/queue.js), bound
+/// once per thread so that `tape_apply` converts no typed array: held by
+/// reference, read in place. They are the queue's own, never handed out.
+pub struct QueueCell {
+    ops: Int32Array,
+    nums: Float64Array,
+}
+
+#[napi(catch_unwind)]
+pub fn queue_bind(ops: Int32Array, nums: Float64Array) -> External<QueueCell> {
+    External::new(QueueCell { ops, nums })
+}
+
+/// Record the first `n` queued nodes (`3n` entries of `ops`) and their
+/// first `m` numbers on tape `t`; returns the tape's new length.
+#[napi(catch_unwind)]
+pub fn tape_apply(t: u32, q: &External<QueueCell>, n: u32, m: u32) -> Result<u32> {
+    let (Some(ops), Some(nums)) = (q.ops.get(..3 * n as usize), q.nums.get(..m as usize)) else {
+        return Err(Error::new(Status::InvalidArg, "queue overflow"));
+    };
+    api::tape_apply(t, ops, nums).js()
+}
+
+/// `tape_apply` then `tape_finish` in one call, on the queue's buffers: the
+/// leaves' ids follow the `3n` queued entries in `ops`, and their gradients
+/// (`total` values) are written over `nums` from the start.
+#[allow(clippy::too_many_arguments)]
+#[napi(catch_unwind)]
+pub fn tape_finish_queued(t: u32, q: &mut External<QueueCell>, n: u32, m: u32, root: u32, swept: bool, leaves: u32, total: u32) -> Result<f64> {
+    let (n, leaves) = (3 * n as usize, leaves as usize);
+    let (Some(ops), Some(nums)) = (q.ops.get(..n + leaves), q.nums.get(..m as usize)) else {
+        return Err(Error::new(Status::InvalidArg, "queue overflow"));
+    };
+    api::tape_apply(t, &ops[..n], nums).js()?;
+    let ids: Vec<u32> = ops[n..].iter().map(|&id| id as u32).collect();
+    // SAFETY: the queue's own array, which no other argument aliases.
+    let out = unsafe { q.nums.as_mut() };
+    let Some(out) = out.get_mut(..total as usize) else {
+        return Err(Error::new(Status::InvalidArg, "queue overflow"));
+    };
+    api::tape_finish(t, root, swept, &ids, out).js()
 }
 
 #[napi(catch_unwind)]

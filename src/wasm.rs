@@ -140,7 +140,7 @@ fn text_arg(slot: usize, len: u32) -> Result<&'static str> {
 
 #[no_mangle]
 pub extern "C" fn op_codes() -> u32 {
-    say(&api::CODED_OPS.join(","));
+    say(&api::coded_ops().join(","));
     text_len()
 }
 
@@ -158,6 +158,31 @@ pub extern "C" fn tape_free(t: u32) {
 #[no_mangle]
 pub extern "C" fn tape_leaf(t: u32, kind: u32, len: u32, rank: u32, d0: f64, d1: f64) -> i32 {
     id(api::tape_leaf(t, kind, buffer(0, len), rank, d0, d1))
+}
+
+#[no_mangle]
+pub extern "C" fn tape_length(t: u32) -> i32 {
+    id(api::tape_length(t))
+}
+
+/// Queued scalar nodes (src/js/queue.js): `3n` entries in scratch 0, `m`
+/// numbers in scratch 1. Returns the tape's new length.
+#[no_mangle]
+pub extern "C" fn tape_apply(t: u32, n: u32, m: u32) -> i32 {
+    id(api::tape_apply(t, buffer(0, n.saturating_mul(3)), buffer(1, m)))
+}
+
+/// `tape_apply` then `tape_finish` in one call: `3n` queued entries then
+/// the leaves' ids in scratch 0, `m` numbers in scratch 1; the gradients
+/// (`total` values) go to scratch 2.
+#[no_mangle]
+pub extern "C" fn tape_finish_queued(t: u32, n: u32, m: u32, root: u32, swept: bool, leaves: u32, total: u32) -> f64 {
+    let ops = buffer::<i32>(0, n.saturating_mul(3).saturating_add(leaves));
+    let (queued, ids) = ops.split_at(3 * n as usize);
+    number(api::tape_apply(t, queued, buffer(1, m)).and_then(|_| {
+        let ids: Vec<u32> = ids.iter().map(|&id| id as u32).collect();
+        api::tape_finish(t, root, swept, &ids, buffer(2, total))
+    }))
 }
 
 #[no_mangle]

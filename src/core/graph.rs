@@ -2,7 +2,7 @@
 //! records into a graph as ops are called; a plan owns a compacted one.
 
 use super::error::{Error, Result};
-use super::kernels::{self, Inputs, Operand};
+use super::kernels::{self, scalar, Inputs, Operand};
 use super::op::{Op, Parents};
 use super::shape::{Shape, MAX_ELEMENTS};
 use crate::fail;
@@ -112,6 +112,12 @@ pub fn eval(nodes: &[Node], id: usize, values: &mut [f64], aux: &mut [f64]) -> R
 /// Propagate node `id`'s adjoint to each parent that `needs` one.
 pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux: &mut [f64], needs: &[bool]) {
     let node = &nodes[id];
+    if node.shape == Shape::Scalar && scalar::has_formula(node.op) {
+        // An elementwise op with a scalar result has scalar operands.
+        let (a, b) = (node.parents[0] as usize, node.parents[node.parents.len() - 1] as usize);
+        let at = [nodes[a].val, nodes[b].val, node.val];
+        return scalar::accumulate(node.op, at, node.parents.len() == 1, [needs[a], needs[b]], values, adj);
+    }
     let (lower, upper) = adj.split_at_mut(node.val);
     let g = &upper[..node.shape.size()];
     let p = inputs(nodes, node, values);
@@ -196,8 +202,12 @@ impl Graph {
             let (m, n) = shape.rows_cols();
             return fail!("{}: result of {} elements is too large", op.name(), m as u128 * n as u128);
         }
+        // An elementwise op on scalars is never merged: computing it again
+        // costs less than the lookup, and JavaScript records such ops in
+        // batches, numbering the nodes itself (src/js/queue.js).
+        let mergeable = !self.no_merging && !(scalar::has_formula(op) && shapes.iter().all(|&s| s == Shape::Scalar));
         let key = (op, Parents::from_slice(parents));
-        if let Some(&id) = self.merged.get(&key).filter(|_| !self.no_merging) {
+        if let Some(&id) = self.merged.get(&key).filter(|_| mergeable) {
             return Ok(id);
         }
         let id = self.append(op, key.1.clone(), shape, op.aux_len(&shapes))?;
@@ -209,7 +219,21 @@ impl Graph {
                 return Err(e);
             }
         }
-        self.merged.insert(key, id);
+        if mergeable {
+            self.merged.insert(key, id);
+        }
+        Ok(id)
+    }
+
+    /// An elementwise op on scalar nodes `parents` (one or two, checked by
+    /// the caller), evaluated and never merged, without the shape inference
+    /// and kernel dispatch of `op`: what JavaScript's queue records.
+    pub fn scalar_op(&mut self, op: Op, parents: &[u32]) -> Result<u32> {
+        let (a, b) = (parents[0] as usize, parents[parents.len() - 1] as usize);
+        let value = scalar::value(op, self.values[self.nodes[a].val], self.values[self.nodes[b].val]);
+        let id = self.append(op, Parents::from_slice(parents), Shape::Scalar, 0)?;
+        let at = self.nodes[id as usize].val;
+        self.values[at] = value;
         Ok(id)
     }
 

@@ -232,17 +232,7 @@ impl Plan {
         let adj = &mut self.adj;
         for step in &self.backward {
             match *step {
-                Step::Scalar(s) => {
-                    let v = &g.values;
-                    let (x, y, out, d) = (v[s.a], v[s.b], v[s.out], adj[s.out]);
-                    // Operand 0 before operand 1, as the kernels accumulate.
-                    if s.needs_a {
-                        adj[s.a] += scalar::partial(s.op, 0, x, y, out, d);
-                    }
-                    if !s.unary && s.needs_b {
-                        adj[s.b] += scalar::partial(s.op, 1, x, y, out, d);
-                    }
-                }
+                Step::Scalar(s) => scalar::accumulate(s.op, [s.a, s.b, s.out], s.unary, [s.needs_a, s.needs_b], &g.values, adj),
                 Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, &self.needs),
             }
         }

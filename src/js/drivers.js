@@ -4,6 +4,7 @@
 
 import { N } from './binding.js';
 import { fmtShape, formOf, isMapForm, readOnce, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
+import { finish, finished } from './queue.js';
 import {
   CONST,
   LEAF,
@@ -138,10 +139,14 @@ export function evaluate(f, x, inputs, wantGradient, where) {
       ids[i] = vars[i]._id;
       total += sizeOf(vars[i].shape);
     }
-    const flat = scratch.values(total);
+    let flat = finished;
     let value;
     try {
-      value = N.tapeFinish(t.h, root._id, swept, ids, flat);
+      value = finish(t, root._id, swept, ids, total);
+      if (value === undefined) {
+        flat = scratch.values(total);
+        value = N.tapeFinish(t.h, root._id, swept, ids, flat);
+      }
       t.emptied = true;
     } catch (e) {
       throw new Error(`${where}: ${e.message}`);

@@ -1,9 +1,11 @@
 // The op wrappers: each coerces its operands onto one tape, records the op
-// there with one native call, and returns the Var of the result.
+// there (an elementwise op on scalars in the queue, src/js/queue.js; any
+// other with one native call), and returns the Var of the result.
 
 import { CODE, N } from './binding.js';
 import { eye, fmtShape } from './forms.js';
-import { lift, opVar, numberVar, tapeFor, tapeForAll } from './tape.js';
+import { queueNumber, queueOp } from './queue.js';
+import { CONST, lift, opVar, numberVar, tapeFor, tapeForAll } from './tape.js';
 
 // The op codes are the core's, known only once a binding is installed, which
 // is after this module is evaluated: each wrapper looks its code up on its
@@ -14,44 +16,70 @@ const MAX_PARTS = 2 ** 24;
 const specs = {};
 const specOf = (name) => (specs[name] ??= Object.freeze({ op: name }));
 
+/** The ops the queue takes on scalar operands: the core's elementwise formulas (kernels/scalar.rs). */
+const QUEUED = new Set(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'neg', 'exp', 'log', 'sqrt', 'square', 'tanh', 'sigmoid', 'relu', 'lgamma']);
+
+/** Whether x is a scalar by what is known here, without asking the core. */
+const knownScalar = (x) => x._shape !== null && x._shape.length === 0;
+
+/** The Var of a queued op: a scalar. */
+function scalarVar(t, id, parents, spec) {
+  const v = opVar(t, id, parents, spec);
+  v._shape = [];
+  return v;
+}
+
 function unary(name) {
   let code = -1;
   const spec = specOf(name);
+  const queued = QUEUED.has(name);
   return function (a) {
     if (arguments.length !== 1) throw new Error(`${name}: takes exactly one operand, got ${arguments.length}`);
     if (code < 0) code = CODE[name];
     const t = tapeFor(a);
     const x = lift(t, a);
+    if (queued && knownScalar(x)) return scalarVar(t, queueOp(t, code, x._id, -1), [x], spec);
     return opVar(t, N.tapeOp1(t.h, code, x._id), [x], spec);
   };
 }
 
-function apply2(t, code, spec, a, b) {
-  // A number on one side goes in with the op, in one native call.
+function apply2(t, code, spec, queued, a, b) {
+  // A number on one side goes in with the op: queued with it on a scalar,
+  // else in one native call, either way as a constant just before the op.
   if (typeof b === 'number' && typeof a !== 'number') {
     const x = lift(t, a);
+    if (queued && knownScalar(x)) {
+      const c = queueNumber(t, CONST, b);
+      return scalarVar(t, queueOp(t, code, x._id, c), [x, numberVar(t, c)], spec);
+    }
     const id = N.tapeOp2Number(t.h, code, x._id, b, false);
     return opVar(t, id, [x, numberVar(t, id - 1)], spec);
   }
   if (typeof a === 'number' && typeof b !== 'number') {
     const y = lift(t, b);
+    if (queued && knownScalar(y)) {
+      const c = queueNumber(t, CONST, a);
+      return scalarVar(t, queueOp(t, code, c, y._id), [numberVar(t, c), y], spec);
+    }
     const id = N.tapeOp2Number(t.h, code, y._id, a, true);
     return opVar(t, id, [numberVar(t, id - 1), y], spec);
   }
   const x = lift(t, a);
   const y = lift(t, b);
+  if (queued && knownScalar(x) && knownScalar(y)) return scalarVar(t, queueOp(t, code, x._id, y._id), [x, y], spec);
   return opVar(t, N.tapeOp2(t.h, code, x._id, y._id), [x, y], spec);
 }
 
 function binary(name) {
   let code = -1;
   const spec = specOf(name);
+  const queued = QUEUED.has(name);
   return function (a, b) {
     if (arguments.length !== 2) {
       throw new Error(`${name}: takes exactly two operands, got ${arguments.length}. add and mul are the variadic ones.`);
     }
     if (code < 0) code = CODE[name];
-    return apply2(tapeFor(a, b), code, spec, a, b);
+    return apply2(tapeFor(a, b), code, spec, queued, a, b);
   };
 }
 
@@ -61,19 +89,20 @@ function pair(name) {
   const spec = specOf(name);
   return (a, b) => {
     if (code < 0) code = CODE[name];
-    return apply2(tapeFor(a, b), code, spec, a, b);
+    return apply2(tapeFor(a, b), code, spec, false, a, b);
   };
 }
 
 function variadic(name) {
   let code = -1;
   const spec = specOf(name);
+  const queued = QUEUED.has(name);
   return function (...xs) {
     if (xs.length < 2) throw new Error(`${name}: needs at least two operands, got ${xs.length}`);
     if (code < 0) code = CODE[name];
     const t = tapeForAll(xs);
-    let acc = apply2(t, code, spec, xs[0], xs[1]);
-    for (let i = 2; i < xs.length; i++) acc = apply2(t, code, spec, acc, xs[i]);
+    let acc = apply2(t, code, spec, queued, xs[0], xs[1]);
+    for (let i = 2; i < xs.length; i++) acc = apply2(t, code, spec, queued, acc, xs[i]);
     return acc;
   };
 }

@@ -4,6 +4,7 @@
 
 import { N } from './binding.js';
 import { MAX_VALUES, copyInto, fmtShape, isRow, isTensor, shapeOf, sizeOf } from './forms.js';
+import { discard, flush, pendingOn, queueNumber } from './queue.js';
 
 export const CONST = 0;
 export const LEAF = 1;
@@ -28,8 +29,11 @@ const tapeFinalizer = new FinalizationRegistry((id) => N.tapeFree(id));
  * next; any other is freed when no Var holds it.
  */
 class Tape {
+  /** `id` names an empty native tape. */
   constructor(id = N.tapeNew(), finalize = true) {
-    this.h = id;
+    this.id = id;
+    /** Nodes on the native tape, queued ones included; -1 when unknown (src/js/queue.js). */
+    this.length = 0;
     this.live = true;
     this.nodes = 0;
     /** Hand-built nodes by id, whose closures the reverse sweep calls. */
@@ -40,6 +44,16 @@ class Tape {
     /** Set once the core emptied it (N.tapeFinish), so retiring it needs no reset. */
     this.emptied = false;
     if (finalize) tapeFinalizer.register(this, id, this);
+  }
+
+  /**
+   * The native tape's id, for a direct call into the core: the nodes
+   * queued for it are recorded first, and its length is then unknown.
+   */
+  get h() {
+    if (pendingOn(this)) flush();
+    this.length = -1;
+    return this.id;
   }
 }
 
@@ -54,10 +68,10 @@ export function evaluationTape(kept) {
 export function retire(t) {
   t.live = false;
   tapeFinalizer.unregister(t); // a kept tape retired early is not freed twice
-
-  if (!t.emptied) N.tapeReset(t.h);
-  if (spareTapes.length < 4) spareTapes.push(t.h);
-  else N.tapeFree(t.h);
+  discard(t);
+  if (!t.emptied) N.tapeReset(t.id);
+  if (spareTapes.length < 4) spareTapes.push(t.id);
+  else N.tapeFree(t.id);
 }
 
 /** A node's value, copied by Rust into a Float64Array allocated here. */
@@ -110,6 +124,8 @@ function leafTape() {
 }
 
 const BUILD = Symbol('internal');
+/** The parents of every leaf made here: one frozen list, not one each. */
+const NO_PARENTS = Object.freeze([]);
 
 export class Var {
   constructor(value, parents = [], backward = null, recompute = null, spec = null) {
@@ -178,12 +194,12 @@ export class Var {
 function pushLeaf(t, kind, v) {
   const s = v.shape;
   t.nodes++;
-  if (s.length === 0 && v.data.length === 1) return N.tapeNumber(t.h, kind, v.data[0]);
+  if (s.length === 0 && v.data.length === 1) return queueNumber(t, kind, v.data[0]);
   return N.tapeLeaf(t.h, kind, v.data, s.length, s[0] ?? 0, s[1] ?? 0);
 }
 
 export function leafVar(t, kind, v) {
-  const x = new Var(BUILD, [], null, null, null);
+  const x = new Var(BUILD, NO_PARENTS, null, null, null);
   x._tape = t;
   x._value = v;
   x._shape = v.shape;
@@ -193,12 +209,12 @@ export function leafVar(t, kind, v) {
 
 /** A leaf of kind `kind` for the number x, recorded without a tensor. */
 export function numberLeafVar(t, kind, x) {
-  return numberVar(t, N.tapeNumber(t.h, kind, x));
+  return numberVar(t, queueNumber(t, kind, x));
 }
 
 /** The Var of a number constant already recorded as node `id`. */
 export function numberVar(t, id) {
-  const v = new Var(BUILD, [], null, null, null);
+  const v = new Var(BUILD, NO_PARENTS, null, null, null);
   v._tape = t;
   v._shape = [];
   v._id = id;
@@ -233,7 +249,7 @@ function sameContents(x, data) {
 /** `x` as a Var on tape `t`: a Var of another tape, or a plain value, becomes a constant. */
 export function lift(t, x, name = 'value') {
   if (x instanceof Var) return x._tape === t ? x : leafVar(t, CONST, x.value);
-  if (typeof x === 'number') return numberVar(t, N.tapeNumber(t.h, CONST, x));
+  if (typeof x === 'number') return numberVar(t, queueNumber(t, CONST, x));
   if (!Array.isArray(x)) return leafVar(t, CONST, asTensor(x, name));
   const shape = shapeOf(x, name);
   const n = sizeOf(shape);

@@ -196,6 +196,32 @@ export function loadWasm(bytes = wasmBytes()) {
     tapeFree: (t) => X.tape_free(t),
     tapeLeaf: (t, kind, data, rank, d0, d1) => id(X.tape_leaf(t, kind, put64(0, data), rank, d0, d1)),
     tapeNumber: (t, kind, x) => id(X.tape_number(t, kind, x)),
+    tapeLength: (t) => id(X.tape_length(t)),
+    queueBind: (ops, nums) => ({ ops, nums }),
+    tapeFinishQueued(t, q, n, m, root, swept, leaves, total) {
+      const p0 = reserve(0, 4 * (3 * n + leaves)) >>> 2;
+      const p1 = reserve(1, 8 * m) >>> 3;
+      reserve(2, 8 * total);
+      heap();
+      const { ops, nums } = q;
+      for (let i = 0; i < 3 * n + leaves; i++) i32[p0 + i] = ops[i];
+      for (let i = 0; i < m; i++) f64[p1 + i] = nums[i];
+      const value = X.tape_finish_queued(t, n, m, root, swept, leaves, total);
+      if (value !== value && X.failed()) raise();
+      heap();
+      const p2 = at[2] >>> 3;
+      for (let i = 0; i < total; i++) nums[i] = f64[p2 + i];
+      return value;
+    },
+    tapeApply(t, q, n, m) {
+      const p0 = reserve(0, 12 * n) >>> 2;
+      const p1 = reserve(1, 8 * m) >>> 3;
+      heap();
+      const { ops, nums } = q;
+      for (let i = 0; i < 3 * n; i++) i32[p0 + i] = ops[i];
+      for (let i = 0; i < m; i++) f64[p1 + i] = nums[i];
+      return id(X.tape_apply(t, n, m));
+    },
     tapeOp1: (t, code, a) => id(X.tape_op1(t, code, a)),
     tapeOp2: (t, code, a, b) => id(X.tape_op2(t, code, a, b)),
     tapeOp2Number: (t, code, a, x, left) => id(X.tape_op2_number(t, code, a, x, left)),

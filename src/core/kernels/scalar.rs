@@ -33,6 +33,20 @@ pub fn has_formula(op: Op) -> bool {
     )
 }
 
+/// A scalar node's adjoint, at `out` in `adj`, accumulated into its
+/// operands' at `a` and `b` (for a unary op, `b` is `a` and takes nothing),
+/// operand 0 first as the kernels do, each only if it `needs` one.
+#[inline(always)]
+pub fn accumulate(op: Op, [a, b, out]: [usize; 3], unary: bool, [needs_a, needs_b]: [bool; 2], values: &[f64], adj: &mut [f64]) {
+    let (x, y, v, g) = (values[a], values[b], values[out], adj[out]);
+    if needs_a {
+        adj[a] += partial(op, 0, x, y, v, g);
+    }
+    if !unary && needs_b {
+        adj[b] += partial(op, 1, x, y, v, g);
+    }
+}
+
 /// The op's value at `x` (and `y`, which a unary op ignores).
 #[inline(always)]
 pub fn value(op: Op, x: f64, y: f64) -> f64 {

@@ -1,0 +1,157 @@
+// Scalar ops recorded in JavaScript and sent to the core in batches
+// (src/js/queue.js): what a user sees must not change. Values are read
+// mid-objective, queued and direct ops mix, a batch overflows, tapes
+// interleave, errors throw at the op, and eager, compiled and rebuilt
+// results agree bit for bit and with finite differences or closed forms.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as G from '../index.js';
+import { checkGrad, throwsMsg } from './helpers.mjs';
+
+const { add, sub, mul, div, exp, log, tanh, square, sqrt, sigmoid, sum, reshape, concat, cholesky } = G;
+
+/** value and gradient of f at x: eager, compiled, and rebuilt from its plan, all bit-identical. */
+function threeWays(f, x) {
+  const eager = G.valueAndGrad(f)(x);
+  const compiled = G.compile(f);
+  const c = compiled(x);
+  const rebuilt = G.compileFromJSON(compiled.toJSON())(x);
+  assert.deepEqual(c, eager, 'compiled vs eager');
+  assert.deepEqual(rebuilt, eager, 'rebuilt vs eager');
+  return eager;
+}
+
+test('a chain longer than one batch: eager, compiled and rebuilt agree, and match the closed form', () => {
+  // y_{k+1} = y_k * 0.999 + 0.001, 3000 times: y = a^n x + (1 - a^n) * b / (1 - a)
+  const n = 3000;
+  const f = (x) => {
+    let y = x;
+    for (let i = 0; i < n; i++) y = add(mul(y, 0.999), 0.001);
+    return y;
+  };
+  const r = threeWays(f, 0.7);
+  const an = 0.999 ** n;
+  assert.ok(Math.abs(r.value - (an * 0.7 + ((1 - an) * 0.001) / (1 - 0.999))) < 1e-12);
+  assert.ok(Math.abs(r.gradient - an) < 1e-14, `gradient ${r.gradient} vs ${an}`);
+});
+
+test('values read inside the objective are current, and recording goes on after', () => {
+  const seen = [];
+  const f = (p) => {
+    const a = mul(p.x, p.y);
+    seen.push(a.value.data[0]); // crosses: everything queued so far is recorded
+    const b = add(exp(a), square(p.x));
+    seen.push(b.data[0]);
+    const c = div(b, sub(p.y, 3)); // queued again, numbered from the tape's length
+    seen.push(c.value.data[0]);
+    return tanh(mul(c, 0.1));
+  };
+  const x = { x: 0.4, y: -1.3 };
+  threeWays(f, x);
+  const a = 0.4 * -1.3;
+  const b = Math.exp(a) + 0.16;
+  assert.equal(seen[0], a);
+  assert.ok(Math.abs(seen[1] - b) < 1e-15);
+  assert.ok(Math.abs(seen[2] - b / (-1.3 - 3)) < 1e-15);
+  checkGrad(f, x, { label: 'read mid-objective' });
+});
+
+test('queued scalars feed direct ops and direct results feed queued ones', () => {
+  const f = (p) => {
+    const s = sum(mul(p.v, p.v)); // direct: vectors
+    const k = add(square(p.a), 1); // queued
+    const scaled = mul(p.v, k); // direct, with a queued operand
+    const t = sum(scaled); // direct, a scalar whose shape only the core knows yet
+    const m = reshape(concat([k, p.a, p.a, k]), [2, 2]); // direct
+    const l = cholesky(add(mul(m, m), 3)); // direct, from queued scalars
+    return add(log(add(s, 1)), sqrt(add(square(t), 1)), sigmoid(sum(l)));
+  };
+  const x = { a: 0.6, v: [0.5, -1.5, 2] };
+  threeWays(f, x);
+  checkGrad(f, x, { label: 'mixed' });
+});
+
+test('errors still throw at the op that caused them', () => {
+  const calls = [];
+  const f = (x) => {
+    const a = square(x); // queued
+    calls.push('before');
+    // A non-SPD matrix from queued scalars: the core sees it at cholesky.
+    const m = reshape(concat([a, 2, 2, a]), [2, 2]);
+    const l = cholesky(m);
+    calls.push('after');
+    return sum(l);
+  };
+  throwsMsg(() => G.valueAndGrad(f)(0.5), /not positive definite/);
+  assert.deepEqual(calls, ['before']);
+  throwsMsg(() => add(square(G.variable(1)), 1, [1, 2, 3], [[1, 2]]), 'add: shapes [3] and [1×2] do not match');
+  // An evaluation that failed leaves nothing queued for the next.
+  assert.deepEqual(G.valueAndGrad((x) => mul(square(x), 3))(2), { value: 12, gradient: 12 });
+});
+
+test('intermediates on scalars are no longer merged: each keeps its own .grad', () => {
+  const x = G.variable(3);
+  const s1 = square(x);
+  const s2 = square(x);
+  const y = add(s1, mul(s2, 2));
+  y.backward();
+  assert.equal(s1.grad.data?.[0] ?? s1.grad[0], 1);
+  assert.equal(s2.grad.data?.[0] ?? s2.grad[0], 2);
+  assert.equal(x.grad.data?.[0] ?? x.grad[0], 18);
+});
+
+test('graphs built outside evaluations on two tapes, interleaved', () => {
+  const a = G.variable(0.3);
+  const b = G.variable(-0.8);
+  let ya = a;
+  let yb = b;
+  for (let i = 0; i < 50; i++) {
+    ya = tanh(add(mul(ya, 1.1), 0.2));
+    yb = sigmoid(sub(mul(yb, 0.9), ya)); // reads a's graph: the same tape or a constant from it
+  }
+  const expected = (() => {
+    let u = 0.3;
+    let v = -0.8;
+    for (let i = 0; i < 50; i++) {
+      u = Math.tanh(u * 1.1 + 0.2);
+      v = 1 / (1 + Math.exp(-(v * 0.9 - u)));
+    }
+    return v;
+  })();
+  assert.ok(Math.abs(yb.data[0] - expected) < 1e-14);
+  yb.backward();
+  const g = b.grad.data?.[0] ?? b.grad[0];
+  // d yb / d b by central differences of the same recursion
+  const run = (v0) => {
+    let u = 0.3;
+    let v = v0;
+    for (let i = 0; i < 50; i++) {
+      u = Math.tanh(u * 1.1 + 0.2);
+      v = 1 / (1 + Math.exp(-(v * 0.9 - u)));
+    }
+    return v;
+  };
+  const fd = (run(-0.8 + 1e-6) - run(-0.8 - 1e-6)) / 2e-6;
+  assert.ok(Math.abs(g - fd) < 1e-8, `${g} vs ${fd}`);
+});
+
+test('a hand-built node on queued scalars', () => {
+  const f = (x) => {
+    const a = mul(x, 3); // queued
+    const cube = new G.Var(a.data[0] ** 3, [a], (g) => [g.map((gi) => 3 * a.data[0] ** 2 * gi)]);
+    return add(cube, square(x));
+  };
+  const r = G.valueAndGrad(f)(0.5);
+  assert.ok(Math.abs(r.value - (1.5 ** 3 + 0.25)) < 1e-14);
+  assert.ok(Math.abs(r.gradient - (9 * 1.5 ** 2 + 1)) < 1e-12);
+});
+
+test('a Var of a finished evaluation still cannot be read', () => {
+  let kept = null;
+  G.valueAndGrad((x) => {
+    kept = square(x);
+    return kept;
+  })(2);
+  throwsMsg(() => kept.value, /belongs to an evaluation that has finished/);
+});
