@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import * as G from '../index.js';
 import { checkGrad, throwsMsg } from './helpers.mjs';
 
-const { add, sub, mul, div, exp, log, tanh, square, sqrt, sigmoid, sum, reshape, concat, cholesky } = G;
+const { add, sub, mul, div, exp, log, tanh, square, sqrt, sigmoid, sum, mean, reshape, concat, cholesky } = G;
 
 /** value and gradient of f at x: eager, compiled, and rebuilt from its plan, all bit-identical. */
 function threeWays(f, x) {
@@ -154,4 +154,55 @@ test('a Var of a finished evaluation still cannot be read', () => {
     return kept;
   })(2);
   throwsMsg(() => kept.value, /belongs to an evaluation that has finished/);
+});
+
+test('short vectors: queued elementwise ops, broadcasts and sums, against finite differences', () => {
+  const Y = [28, 8, -3, 7, -1, 1, 18, 12];
+  const f = (p) => {
+    const theta = add(p.mu, mul(exp(p.logTau), p.eta)); // scalar with vector: queued
+    const r = div(sub(Y, theta), Y.map((y) => 10 + Math.abs(y))); // vector constants, one shape: queued
+    const rows = mul(G.tensor(Float64Array.from({ length: 16 }, (_, i) => i / 16 - 0.5), [2, 8]), p.eta); // a row broadcast: direct
+    return sub(mean(square(p.eta)), add(mul(0.5, sum(square(r))), mean(rows)));
+  };
+  const x = { mu: 1.5, logTau: 0.7, eta: Y.map((_, j) => 0.1 * (j - 3.5)) };
+  threeWays(f, x);
+  checkGrad(f, x, { label: 'short vectors' });
+});
+
+test('a vector longer than a queued leaf, and matrices elementwise', () => {
+  const n = 300; // past QUEUED_VALUES: recorded directly
+  const f = (v) => sum(mul(tanh(v), sigmoid(v)));
+  const x = Array.from({ length: n }, (_, i) => Math.sin(i));
+  threeWays(f, x);
+  checkGrad(f, x, { label: 'long vector' });
+  const g = (m) => mean(mul(exp(m), m)); // a [2×3] parameter: elementwise on known shapes, queued
+  const m = [
+    [0.1, -0.2, 0.3],
+    [0.4, 0.5, -0.6],
+  ];
+  threeWays(g, m);
+  checkGrad(g, m, { label: 'matrix' });
+});
+
+test('a shape mismatch among queued vectors throws at the op, with SPEC\'s message', () => {
+  const calls = [];
+  const f = (v) => {
+    const a = square(v);
+    calls.push('before');
+    const b = add(a, [1, 2]);
+    calls.push('after');
+    return sum(b);
+  };
+  throwsMsg(() => G.valueAndGrad(f)([1, 2, 3]), 'add: shapes [3] and [2] do not match');
+  assert.deepEqual(calls, ['before']);
+});
+
+test('sums of one vector are separate nodes, each with its own .grad', () => {
+  const v = G.variable([1, 2, 3]);
+  const s1 = sum(v);
+  const s2 = sum(v);
+  mul(s1, add(s2, 1)).backward();
+  assert.equal(s1.grad.data?.[0] ?? s1.grad[0], 7);
+  assert.equal(s2.grad.data?.[0] ?? s2.grad[0], 6);
+  assert.deepEqual(Array.from(v.grad.data ?? v.grad), [13, 13, 13]);
 });

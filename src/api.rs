@@ -4,7 +4,9 @@
 //! these, so both builds run the same code for every call.
 
 use crate::core::error::{js_number, Error, Result};
+use crate::core::graph::batched;
 use crate::core::json;
+use crate::core::kernels::scalar;
 use crate::core::op::{slice_op, Exponent, Op};
 use crate::core::plan::Plan;
 use crate::core::shape::Shape;
@@ -131,10 +133,11 @@ pub fn tape_length(t: u32) -> Result<u32> {
     with_tape(t, |t| Ok(t.graph.nodes.len() as u32))
 }
 
-/// Record a batch of scalar nodes written by JavaScript (src/js/queue.js),
-/// three entries in `ops` per node: a number leaf as `[-1 - kind, i, 0]`
-/// holding `nums[i]`, or an elementwise op on scalars as `[code, a, b]`
-/// (`b` < 0 for one operand). JavaScript numbered the nodes in order from
+/// Record a batch of nodes written by JavaScript (src/js/queue.js), three
+/// entries in `ops` per node: a leaf as `[-1 - kind, at, len]`, holding
+/// `nums[at..at + len]` as a vector, or `nums[at]` as a scalar when `len`
+/// is negative; or a batched op (`graph::batched`) as `[code, a, b]`, `b`
+/// negative for one operand. JavaScript numbered the nodes in order from
 /// the tape's length; each must get that id. Returns the new length.
 pub fn tape_apply(t: u32, ops: &[i32], nums: &[f64]) -> Result<u32> {
     with_tape(t, |t| {
@@ -143,19 +146,25 @@ pub fn tape_apply(t: u32, ops: &[i32], nums: &[f64]) -> Result<u32> {
             let expected = g.nodes.len() as u32;
             let (code, a, b) = (entry[0], entry[1], entry[2]);
             let id = if code < 0 {
-                let Some(&x) = usize::try_from(a).ok().and_then(|i| nums.get(i)) else {
-                    return fail!("queued number {a} does not exist");
+                let shape = if b < 0 { Shape::Scalar } else { Shape::Vector(b as usize) };
+                let at = a.max(0) as usize;
+                let Some(data) = at.checked_add(shape.size()).and_then(|end| nums.get(at..end)) else {
+                    return fail!("queued values {a}..{a}+{b} do not exist");
                 };
-                g.leaf(leaf_op((-1 - code) as u32), Shape::Scalar, &[x])?
+                g.leaf(leaf_op((-1 - code) as u32), shape, data)?
             } else {
                 let op = coded(code as u32)?;
                 let parents = [a as u32, b as u32];
                 let parents = if b < 0 { &parents[..1] } else { &parents[..] };
-                let scalar = |p: &u32| g.node(*p).is_ok_and(|n| n.shape == Shape::Scalar);
-                if !crate::core::kernels::scalar::has_formula(op) || !parents.iter().all(scalar) {
-                    return fail!("a queued op must be elementwise on scalars");
+                if !batched(op) {
+                    return fail!("{} cannot be queued", op.name());
                 }
-                g.scalar_op(op, parents)?
+                let scalar = |p: &u32| g.node(*p).is_ok_and(|n| n.shape == Shape::Scalar);
+                if scalar::has_formula(op) && parents.iter().all(scalar) {
+                    g.scalar_op(op, parents)?
+                } else {
+                    g.op(op, parents, true)?
+                }
             };
             if id != expected {
                 return fail!("queued node {expected} was recorded as {id}");
@@ -428,25 +437,31 @@ mod tests {
     fn a_queued_batch_records_the_nodes_javascript_numbered() {
         let t = tape_new();
         // x = 2 (parameter), c = 3 (constant), m = x * c, e = exp(m)
-        let ops = [-2, 0, 0, -1, 1, 0, code("mul"), 0, 1, code("exp"), 2, -1];
+        let ops = [-2, 0, -1, -1, 1, -1, code("mul"), 0, 1, code("exp"), 2, -1];
         assert_eq!(tape_apply(t, &ops, &[2.0, 3.0]), Ok(4));
         let mut grad = [0.0];
         let value = tape_finish(t, 3, false, &[0], &mut grad).unwrap();
         assert_eq!(value, 6f64.exp());
         assert_eq!(grad[0], 3.0 * 6f64.exp());
+        // A [3] vector parameter v: sum(v * v) + mean(v), on the emptied tape.
+        let ops = [-2, 0, 3, code("mul"), 0, 0, code("sum"), 1, -1, code("mean"), 0, -1, code("add"), 2, 3];
+        assert_eq!(tape_apply(t, &ops, &[1.0, -2.0, 4.0]), Ok(5));
+        let mut grad = [0.0; 3];
+        assert_eq!(tape_finish(t, 4, false, &[0], &mut grad), Ok(21.0 + 1.0));
+        assert_eq!(grad, [2.0 + 1.0 / 3.0, -4.0 + 1.0 / 3.0, 8.0 + 1.0 / 3.0]);
         tape_free(t);
     }
 
     #[test]
-    fn a_queued_batch_that_is_not_scalar_ops_is_refused() {
+    fn a_queued_batch_of_what_cannot_be_queued_is_refused() {
         let t = tape_new();
         let v = tape_leaf(t, 1, &[1.0, 2.0], 1, 2.0, 0.0).unwrap(); // a [2] vector, node 0
         assert_eq!(v, 0);
         let refused = |ops: &[i32], nums: &[f64]| tape_apply(t, ops, nums).unwrap_err().0;
-        assert_eq!(refused(&[code("exp"), 0, -1], &[]), "a queued op must be elementwise on scalars");
-        assert_eq!(refused(&[-1, 0, 0, code("sum"), 1, -1], &[1.0]), "a queued op must be elementwise on scalars");
-        assert_eq!(refused(&[-1, 5, 0], &[1.0]), "queued number 5 does not exist");
-        assert_eq!(refused(&[code("neg"), 9, -1], &[]), "a queued op must be elementwise on scalars");
+        assert_eq!(refused(&[code("transpose"), 0, -1], &[]), "transpose cannot be queued");
+        assert_eq!(refused(&[-1, 5, -1], &[1.0]), "queued values 5..5+-1 do not exist");
+        assert_eq!(refused(&[-1, 0, 3], &[1.0, 2.0]), "queued values 0..0+3 do not exist");
+        assert_eq!(refused(&[code("neg"), 9, -1], &[]), "node 9 does not exist");
         assert_eq!(refused(&[77, 0, -1], &[]), "unknown op code 77");
         tape_free(t);
     }

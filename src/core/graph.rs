@@ -101,6 +101,14 @@ fn inputs<'a>(nodes: &'a [Node], node: &'a Node, values: &'a [f64]) -> Inputs<'a
     Inputs { operands: nodes, parents: &node.parents, values }
 }
 
+/// Whether JavaScript may record `op` in batches (src/js/queue.js),
+/// numbering the nodes itself: the elementwise ops and the reductions to a
+/// scalar. Such ops are never merged, so that every call makes a node;
+/// they cost less to compute again than to look up anyway.
+pub fn batched(op: Op) -> bool {
+    scalar::has_formula(op) || matches!(op, Op::Sum | Op::Mean)
+}
+
 /// Evaluate node `id` from its parents' values.
 pub fn eval(nodes: &[Node], id: usize, values: &mut [f64], aux: &mut [f64]) -> Result<()> {
     let node = &nodes[id];
@@ -202,10 +210,7 @@ impl Graph {
             let (m, n) = shape.rows_cols();
             return fail!("{}: result of {} elements is too large", op.name(), m as u128 * n as u128);
         }
-        // An elementwise op on scalars is never merged: computing it again
-        // costs less than the lookup, and JavaScript records such ops in
-        // batches, numbering the nodes itself (src/js/queue.js).
-        let mergeable = !self.no_merging && !(scalar::has_formula(op) && shapes.iter().all(|&s| s == Shape::Scalar));
+        let mergeable = !self.no_merging && !batched(op);
         let key = (op, Parents::from_slice(parents));
         if let Some(&id) = self.merged.get(&key).filter(|_| mergeable) {
             return Ok(id);

@@ -16,16 +16,28 @@ const MAX_PARTS = 2 ** 24;
 const specs = {};
 const specOf = (name) => (specs[name] ??= Object.freeze({ op: name }));
 
-/** The ops the queue takes on scalar operands: the core's elementwise formulas (kernels/scalar.rs). */
-const QUEUED = new Set(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'neg', 'exp', 'log', 'sqrt', 'square', 'tanh', 'sigmoid', 'relu', 'lgamma']);
+/** The ops the queue takes (graph::batched in the core): elementwise, and the sums to a scalar. */
+const QUEUED = new Set(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'neg', 'exp', 'log', 'sqrt', 'square', 'tanh', 'sigmoid', 'relu', 'lgamma', 'sum', 'mean']);
+const REDUCES = new Set(['sum', 'mean']);
 
-/** Whether x is a scalar by what is known here, without asking the core. */
-const knownScalar = (x) => x._shape !== null && x._shape.length === 0;
+/**
+ * The shape of an elementwise op on x and y when known here to be valid:
+ * operands of one shape, or a scalar with anything; null otherwise (a
+ * shape not yet known here, a row broadcast, a mismatch), left to the core.
+ */
+function sharedShape(x, y) {
+  const a = x._shape;
+  const b = y._shape;
+  if (a === null || b === null) return null;
+  if (b.length === 0) return a;
+  if (a.length === 0) return b;
+  return a.length === b.length && a[0] === b[0] && a[1] === b[1] ? a : null;
+}
 
-/** The Var of a queued op: a scalar. */
-function scalarVar(t, id, parents, spec) {
+/** The Var of a queued op, whose shape is known here. */
+function queuedVar(t, id, parents, spec, shape) {
   const v = opVar(t, id, parents, spec);
-  v._shape = [];
+  v._shape = shape.length === 0 ? [] : [...shape];
   return v;
 }
 
@@ -33,12 +45,15 @@ function unary(name) {
   let code = -1;
   const spec = specOf(name);
   const queued = QUEUED.has(name);
+  const reduces = REDUCES.has(name);
   return function (a) {
     if (arguments.length !== 1) throw new Error(`${name}: takes exactly one operand, got ${arguments.length}`);
     if (code < 0) code = CODE[name];
     const t = tapeFor(a);
     const x = lift(t, a);
-    if (queued && knownScalar(x)) return scalarVar(t, queueOp(t, code, x._id, -1), [x], spec);
+    if (queued && x._shape !== null) {
+      return queuedVar(t, queueOp(t, code, x._id, -1), [x], spec, reduces ? [] : x._shape);
+    }
     return opVar(t, N.tapeOp1(t.h, code, x._id), [x], spec);
   };
 }
@@ -48,25 +63,26 @@ function apply2(t, code, spec, queued, a, b) {
   // else in one native call, either way as a constant just before the op.
   if (typeof b === 'number' && typeof a !== 'number') {
     const x = lift(t, a);
-    if (queued && knownScalar(x)) {
+    if (queued && x._shape !== null) {
       const c = queueNumber(t, CONST, b);
-      return scalarVar(t, queueOp(t, code, x._id, c), [x, numberVar(t, c)], spec);
+      return queuedVar(t, queueOp(t, code, x._id, c), [x, numberVar(t, c)], spec, x._shape);
     }
     const id = N.tapeOp2Number(t.h, code, x._id, b, false);
     return opVar(t, id, [x, numberVar(t, id - 1)], spec);
   }
   if (typeof a === 'number' && typeof b !== 'number') {
     const y = lift(t, b);
-    if (queued && knownScalar(y)) {
+    if (queued && y._shape !== null) {
       const c = queueNumber(t, CONST, a);
-      return scalarVar(t, queueOp(t, code, c, y._id), [numberVar(t, c), y], spec);
+      return queuedVar(t, queueOp(t, code, c, y._id), [numberVar(t, c), y], spec, y._shape);
     }
     const id = N.tapeOp2Number(t.h, code, y._id, a, true);
     return opVar(t, id, [numberVar(t, id - 1), y], spec);
   }
   const x = lift(t, a);
   const y = lift(t, b);
-  if (queued && knownScalar(x) && knownScalar(y)) return scalarVar(t, queueOp(t, code, x._id, y._id), [x, y], spec);
+  const shape = queued ? sharedShape(x, y) : null;
+  if (shape !== null) return queuedVar(t, queueOp(t, code, x._id, y._id), [x, y], spec, shape);
   return opVar(t, N.tapeOp2(t.h, code, x._id, y._id), [x, y], spec);
 }
 

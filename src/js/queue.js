@@ -1,19 +1,22 @@
-// Scalar nodes recorded in JavaScript. An elementwise op on scalars, a
-// number constant and a number parameter are written into two typed arrays
-// here instead of crossing into the core one by one; the core records the
-// whole batch in one call (`N.tapeApply`) when anything else needs the
-// tape: a value read, another op, the sweep. The nodes are numbered here,
-// in order from the tape's length, which the core checks; it never merges
-// such nodes (src/core/graph.rs), so the numbers hold.
+// Small nodes recorded in JavaScript. Elementwise ops and sums whose
+// shapes are known here, and scalar and short-vector leaves, are written
+// into two typed arrays instead of crossing into the core one by one; the
+// core records the whole batch in one call (`N.tapeApply`) when anything
+// else needs the tape: a value read, another op, the sweep. The nodes are
+// numbered here, in order from the tape's length, which the core checks;
+// it never merges such nodes (graph::batched in src/core/graph.rs), so the
+// numbers hold.
 //
-// None of these ops can fail on values, and their shapes are known (all
-// scalars), so a queued op still throws where it is called if it throws at
-// all: in argument checks, before anything is queued.
+// None of these ops can fail on values, and an op is queued only when its
+// operands' shapes are known to fit (ops.js), so a queued op still throws
+// where it is called if it throws at all.
 
 import { N } from './binding.js';
 
-/** Nodes per batch; a full queue is recorded and started again. */
+/** Nodes, and values of leaves, per batch; a full queue is recorded and started again. */
 const CAP = 1024;
+/** The longest vector leaf queued. */
+export const QUEUED_VALUES = 256;
 const ops = new Int32Array(3 * CAP);
 const nums = new Float64Array(CAP);
 /** The binding's handle on the two arrays, made at the first batch. */
@@ -75,9 +78,9 @@ export function discard(t) {
 /** Whether nodes wait for tape t. */
 export const pendingOn = (t) => owner === t;
 
-/** Make room for one node on tape t (and a number when `number`). */
-function reserve(t, number) {
-  if (owner !== t || count === CAP || (number && numbers === CAP)) {
+/** Make room for one node on tape t, holding `values` values. */
+function reserve(t, values) {
+  if (owner !== t || count === CAP || numbers + values > CAP) {
     flush();
     owner = t;
     base = t.length >= 0 ? t.length : N.tapeLength(t.id);
@@ -86,17 +89,31 @@ function reserve(t, number) {
 
 /** Queue a number leaf of `kind` (CONST, LEAF, INPUT) on tape t; returns its id. */
 export function queueNumber(t, kind, x) {
-  reserve(t, true);
+  reserve(t, 1);
   const k = 3 * count;
   ops[k] = -1 - kind;
   ops[k + 1] = numbers;
+  ops[k + 2] = -1;
   nums[numbers++] = x;
+  return base + count++;
+}
+
+/** Queue a vector leaf of `kind` holding `data` (at most QUEUED_VALUES values, copied now); returns its id. */
+export function queueVector(t, kind, data) {
+  const n = data.length;
+  reserve(t, n);
+  const k = 3 * count;
+  ops[k] = -1 - kind;
+  ops[k + 1] = numbers;
+  ops[k + 2] = n;
+  for (let i = 0; i < n; i++) nums[numbers + i] = data[i];
+  numbers += n;
   return base + count++;
 }
 
 /** Queue op `code` on scalar nodes a and b (b < 0 for one operand); returns its id. */
 export function queueOp(t, code, a, b) {
-  reserve(t, false);
+  reserve(t, 0);
   const k = 3 * count;
   ops[k] = code;
   ops[k + 1] = a;

@@ -4,7 +4,7 @@
 
 import { N } from './binding.js';
 import { MAX_VALUES, copyInto, fmtShape, isRow, isTensor, shapeOf, sizeOf } from './forms.js';
-import { discard, flush, pendingOn, queueNumber } from './queue.js';
+import { QUEUED_VALUES, discard, flush, pendingOn, queueNumber, queueVector } from './queue.js';
 
 export const CONST = 0;
 export const LEAF = 1;
@@ -195,6 +195,7 @@ function pushLeaf(t, kind, v) {
   const s = v.shape;
   t.nodes++;
   if (s.length === 0 && v.data.length === 1) return queueNumber(t, kind, v.data[0]);
+  if (s.length === 1 && v.data.length === s[0] && s[0] <= QUEUED_VALUES) return queueVector(t, kind, v.data);
   return N.tapeLeaf(t.h, kind, v.data, s.length, s[0] ?? 0, s[1] ?? 0);
 }
 
