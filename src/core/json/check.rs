@@ -6,6 +6,7 @@
 //! values.
 
 use super::super::error::{js_number, Result};
+use super::super::graph::batched;
 use super::super::op::{slice_op, Exponent, Op, Parents};
 use super::super::plan::Passes;
 use super::super::shape::{Shape, MAX_ELEMENTS};
@@ -19,8 +20,10 @@ use std::collections::{HashMap, HashSet};
 /// A node once checked: what the second pass builds. Parents are JSON
 /// indices, each that of the earliest identical node.
 pub enum Checked {
-    Param(Shape),
-    Input(Shape),
+    /// A parameter, with its name when it has one.
+    Param(Shape, Option<String>),
+    /// An input, with its name.
+    Input(Shape, String),
     Const(Shape, Vec<f64>),
     Op(Op, Parents),
     /// Identical to an earlier node (same op, same parents), as the graph
@@ -105,23 +108,24 @@ pub fn check(nodes: Vec<Field<Node>>, version: u32, map: bool, passes: Passes) -
                     return cx.err("a version 1 plan has no inputs");
                 }
                 let names = if param { &mut param_names } else { &mut input_names };
-                match name {
+                let name = match name {
                     Field::Is(name) => {
                         if names.contains(&name) {
                             if !param || map {
                                 return cx.err(format_args!("name {} is used twice", show(Some(&name.to_value()))));
                             }
                         } else {
-                            names.insert(name);
+                            names.insert(name.clone());
                         }
+                        Some(name)
                     }
-                    Field::Absent if param && !map => {}
+                    Field::Absent if param && !map => None,
                     other if param && !map => return cx.err(format_args!("name must be a string, got {}", shown(&other))),
                     other => {
                         let whose = if param { "a parameter of a map plan" } else { "an input" };
                         return cx.err(format_args!("{whose} needs a string name, got {}", shown(&other)));
                     }
-                }
+                };
                 if param {
                     if !map && n_params > 0 {
                         return cx.err("a plan with input \"single\" has exactly one param node");
@@ -131,7 +135,8 @@ pub fn check(nodes: Vec<Field<Node>>, version: u32, map: bool, passes: Passes) -
                 if total.saturating_add(shape.size()) > MAX_PLAN_VALUES {
                     return cx.err(format_args!("the plan would hold more than {MAX_PLAN_VALUES} values"));
                 }
-                (if param { Checked::Param(shape) } else { Checked::Input(shape) }, shape, shape.size())
+                let checked = if param { Checked::Param(shape, name) } else { Checked::Input(shape, name.unwrap_or_default()) };
+                (checked, shape, shape.size())
             }
             Node::Const { shape, data } => {
                 let shape = read_shape(&cx, &shape)?;
@@ -189,7 +194,10 @@ pub fn check(nodes: Vec<Field<Node>>, version: u32, map: bool, passes: Passes) -
                 let shape = op.infer(&shapes).or_else(|e| cx.err(e))?;
                 // A shape past a usize is past the budget too.
                 let size = shape.checked_size().and_then(|n| n.checked_add(op.aux_len(&shapes))).unwrap_or(usize::MAX);
-                if let Some(&same) = seen.get(&(op, ids.clone())).filter(|_| passes.merge_identical) {
+                // Merged as the graph would (graph::batched ops never are),
+                // so a rebuilt plan sums adjoints as the traced one did.
+                let mergeable = passes.merge_identical && !batched(op);
+                if let Some(&same) = seen.get(&(op, ids.clone())).filter(|_| mergeable) {
                     // Merged into an earlier node: nothing more to hold.
                     checked.push(Checked::Merged(same));
                     shape_of.push(shape);
@@ -199,7 +207,9 @@ pub fn check(nodes: Vec<Field<Node>>, version: u32, map: bool, passes: Passes) -
                 if total.saturating_add(size) > MAX_PLAN_VALUES {
                     return cx.err(format_args!("the plan would hold more than {MAX_PLAN_VALUES} values"));
                 }
-                seen.insert((op, ids.clone()), i as u32);
+                if mergeable {
+                    seen.insert((op, ids.clone()), i as u32);
+                }
                 (Checked::Op(op, ids), shape, size)
             }
             Node::Unknown { .. } => unreachable!("refused above"),
