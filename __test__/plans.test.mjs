@@ -790,3 +790,40 @@ describe('hostile plans: a clear Error naming the node, in a child process each'
     assert.throws(() => compileFromJSON(big), Error);
   });
 });
+
+describe('compileFromJSON of the JSON text itself', () => {
+  const names = ['a"b', 'c\\d', 'e\nf', '__proto__', 'ü😀'];
+  const f = (p, ins) => G.mul(G.add(...names.map((k, i) => G.mul(p[k], i + 1))), G.sum(G.mul(ins.w, ins.w)));
+  const point = () => {
+    const x = JSON.parse('{}');
+    names.forEach((k, i) => Object.defineProperty(x, k, { value: 0.5 * i - 0.3, enumerable: true, writable: true, configurable: true }));
+    return x;
+  };
+  const inputs = { w: [0.5, -1.5] };
+
+  test('rebuilds what the object does, bit for bit, names and inputs included', () => {
+    const c = G.compile(f);
+    const expected = c(point(), inputs);
+    const text = JSON.stringify(c.toJSON());
+    const fromText = G.compileFromJSON(text);
+    assert.deepEqual(fromText(point(), inputs), expected);
+    assert.deepEqual(G.compileFromJSON(JSON.parse(text))(point(), inputs), expected);
+    assert.deepEqual(Object.keys(fromText(point(), inputs).gradient), names);
+    assert.deepEqual(fromText.value(point(), inputs), c.value(point(), inputs));
+  });
+
+  test('its errors are the object form\'s; text that is not a JSON object is not a plan', () => {
+    const c = G.compile((x) => G.sum(G.mul(x, x)));
+    c([1, 2]);
+    const plan = c.toJSON();
+    plan.nodes[plan.nodes.length - 1].op = 'nope';
+    assert.throws(() => G.compileFromJSON(JSON.stringify(plan)), { message: 'compileFromJSON: unknown op "nope"' });
+    assert.throws(() => G.compileFromJSON(plan), { message: 'compileFromJSON: unknown op "nope"' });
+    for (const bad of ['', 'plan', '[]', '5', 'null']) {
+      assert.throws(() => G.compileFromJSON(bad), { message: 'compileFromJSON: not a serialized plan' }, JSON.stringify(bad));
+    }
+    assert.throws(() => G.compileFromJSON('{bad'), { message: /^compileFromJSON: not a serialized plan \(invalid JSON at byte 1/ });
+    const wrong = G.compileFromJSON(JSON.stringify((c([1, 2]), c.toJSON())));
+    assert.throws(() => wrong([1, 2, 3]), { message: /this plan was built for arguments shaped v2, got v3/ });
+  });
+});

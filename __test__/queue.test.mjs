@@ -206,3 +206,23 @@ test('sums of one vector are separate nodes, each with its own .grad', () => {
   assert.equal(s2.grad.data?.[0] ?? s2.grad[0], 6);
   assert.deepEqual(Array.from(v.grad.data ?? v.grad), [13, 13, 13]);
 });
+
+test('repeated elementwise subexpressions: eager, compiled and rebuilt sum adjoints alike', () => {
+  // The same op on the same parents, four times: none is merged anywhere,
+  // so all three paths accumulate in one order and agree bit for bit.
+  const f = (x) => {
+    const t = () => tanh(square(sigmoid(x)));
+    return mul(add(t(), mul(t(), 0.7), exp(t())), add(t(), 0.1));
+  };
+  const c = G.compile(f);
+  c(0.1);
+  const rebuilt = G.compileFromJSON(c.toJSON());
+  const fromText = G.compileFromJSON(JSON.stringify(c.toJSON()));
+  for (let i = 0; i < 200; i++) {
+    const x = Math.sin(i) * 2;
+    const e = G.valueAndGrad(f)(x);
+    assert.deepEqual(c(x), e, `compiled at ${x}`);
+    assert.deepEqual(rebuilt(x), e, `rebuilt at ${x}`);
+    assert.deepEqual(fromText(x), e, `rebuilt from text at ${x}`);
+  }
+});

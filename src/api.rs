@@ -367,6 +367,38 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
     json::plan_from_json(text)
 }
 
+/// How a plan read from JSON is called, as JSON text for JavaScript:
+/// `{"map": bool, "params": [{"name", "shape"}...], "inputs": [...]}`,
+/// names and shapes as the core read them from the plan's own text.
+pub fn plan_slots(p: &Plan) -> Result<String> {
+    use std::fmt::Write;
+    let Some(names) = &p.names else {
+        return fail!("this plan was not read from JSON");
+    };
+    // Written by hand: serde_json's serializer would add 40 KB to the wasm.
+    let quoted = |s: &str| {
+        let mut q = String::from('"');
+        for c in s.chars() {
+            match c {
+                '"' => q.push_str("\\\""),
+                '\\' => q.push_str("\\\\"),
+                c if (c as u32) < 0x20 => {
+                    let _ = write!(q, "\\u{:04x}", c as u32);
+                }
+                c => q.push(c),
+            }
+        }
+        q + "\""
+    };
+    let slot = |name: Option<&String>, s: &crate::core::plan::Slot| {
+        let dims: Vec<String> = s.shape.dims().iter().map(usize::to_string).collect();
+        format!(r#"{{"name":{},"shape":[{}]}}"#, name.map_or("null".to_string(), |n| quoted(n)), dims.join(","))
+    };
+    let params: Vec<String> = names.params.iter().zip(p.params()).map(|(n, s)| slot(n.as_ref(), s)).collect();
+    let inputs: Vec<String> = names.inputs.iter().zip(p.inputs()).map(|(n, s)| slot(Some(n), s)).collect();
+    Ok(format!(r#"{{"map":{},"params":[{}],"inputs":[{}]}}"#, names.map, params.join(","), inputs.join(",")))
+}
+
 /// The part of `flat` a slot of `size` values at `at` reads or writes.
 pub fn flat_range(flat_len: usize, at: usize, size: usize, what: &str) -> Result<std::ops::Range<usize>> {
     match at.checked_add(size) {

@@ -385,6 +385,11 @@ pub fn plan_forward(p: &External<PlanCell>, data: Array, outs: Array) -> Result<
 }
 
 #[napi(catch_unwind)]
+pub fn plan_slots(p: &External<PlanCell>) -> Result<String> {
+    with_plan(p, |p| api::plan_slots(p).js())
+}
+
+#[napi(catch_unwind)]
 pub fn plan_root_shape(p: &External<PlanCell>) -> Result<Vec<f64>> {
     with_plan(p, |p| Ok(p.root_shape().dims().into_iter().map(|d| d as f64).collect()))
 }

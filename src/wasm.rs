@@ -427,6 +427,21 @@ pub extern "C" fn plan_forward(p: u32, flat: u32, slots: u32, len: u32) -> i32 {
     }))
 }
 
+/// `api::plan_slots` as the text to read; -1 on failure.
+#[no_mangle]
+pub extern "C" fn plan_slots(p: u32) -> i32 {
+    match with_plan(p, |p| api::plan_slots(p)) {
+        Ok(text) => {
+            say(&text);
+            0
+        }
+        Err(e) => {
+            fail(&e.0);
+            -1
+        }
+    }
+}
+
 /// The root's dimensions go to scratch 0 as f64s; returns the rank.
 #[no_mangle]
 pub extern "C" fn plan_root_shape(p: u32) -> i32 {

@@ -28,6 +28,16 @@ pub struct Slot {
     pub node: Option<u32>,
 }
 
+/// How a plan read from JSON is called: with a `{name: value}` map or a
+/// single value, its parameters' names (none for a single one), and its
+/// inputs' names, each in slot order.
+#[derive(Debug, Clone)]
+pub struct SlotNames {
+    pub map: bool,
+    pub params: Vec<Option<String>>,
+    pub inputs: Vec<String>,
+}
+
 /// Which of the build-time optimizations to run; all on in production, each
 /// switched off alone in tests to check results do not change.
 #[derive(Debug, Clone, Copy)]
@@ -102,6 +112,8 @@ pub struct Plan {
     needs: Vec<bool>,
     /// Adjoint ranges cleared before each sweep.
     clear: Vec<(usize, usize)>,
+    /// For a plan read from JSON, the names its slots are called by.
+    pub names: Option<SlotNames>,
 }
 
 impl Plan {
@@ -162,7 +174,7 @@ impl Plan {
             }
         }
         let adj = vec![0.0; g.values.len()];
-        Ok(Plan { graph: g, adj, root, params, inputs, forward, backward, needs, clear })
+        Ok(Plan { graph: g, adj, root, params, inputs, forward, backward, needs, clear, names: None })
     }
 
     pub fn params(&self) -> &[Slot] {

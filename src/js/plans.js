@@ -9,8 +9,45 @@ import { Replay, batchPoints, emptyBatch, pointError, settle, sigOfShape, signat
 export const HAND_BUILT =
   "toJSON: this objective holds a node built outside this package's ops, which cannot be replayed or serialized.";
 
-/** The traced graph in the JavaScript version's plan schema (SPEC §8). */
-export function serialize({ params, P, ins, I, root }) {
+/**
+ * The traced graph in the JavaScript version's plan schema (SPEC §8), a
+ * fresh document on every call. The walk over the graph is done once per
+ * trace and kept on the record; each call only copies it out.
+ */
+export function serialize(r) {
+  r.document ??= document(r);
+  const d = r.document;
+  const nodes = new Array(d.nodes.length);
+  for (let i = 0; i < nodes.length; i++) {
+    const n = d.nodes[i];
+    let out;
+    if (n.kind === 'op') {
+      out = { kind: 'op', op: n.op, parents: n.parents.slice() };
+      if (n.args !== undefined) out.args = copyArgs(n.args);
+      if (n.list) out.list = true;
+    } else if (n.kind === 'const') {
+      out = { kind: 'const', shape: n.shape.slice(), data: n.data.slice() };
+    } else {
+      out = n.name === undefined ? { kind: n.kind, shape: n.shape.slice() } : { kind: n.kind, name: n.name, shape: n.shape.slice() };
+    }
+    nodes[i] = out;
+  }
+  return { version: 2, input: d.input, nodes, root: d.root };
+}
+
+/** An op's static arguments (numbers, lists of numbers, {axis} or {lower}) copied. */
+function copyArgs(v) {
+  if (Array.isArray(v)) return v.map(copyArgs);
+  if (v !== null && typeof v === 'object') {
+    const out = {};
+    for (const k of Object.keys(v)) out[k] = copyArgs(v[k]);
+    return out;
+  }
+  return v;
+}
+
+/** The plan document of a trace, built by walking its graph. */
+function document({ params, P, ins, I, root }) {
   const nodes = [];
   const index = new Map();
   P.vars.forEach((v, i) => {
@@ -50,12 +87,12 @@ export function serialize({ params, P, ins, I, root }) {
       throw new Error(HAND_BUILT);
     } else {
       const node = { kind: 'op', op: v.spec.op, parents: v.parents.map((p) => index.get(p)) };
-      if (v.spec.args) node.args = structuredClone(v.spec.args);
+      if (v.spec.args) node.args = copyArgs(v.spec.args);
       if (v.spec.list) node.list = true;
       nodes.push(node);
     }
   }
-  return { version: 2, input: params.map ? 'map' : 'single', nodes, root: index.get(root) };
+  return { input: params.map ? 'map' : 'single', nodes, root: index.get(root) };
 }
 
 // ---------------------------------------------------------------- plans as data
@@ -69,7 +106,8 @@ export function planText(json) {
   );
 }
 
-export function compileFromJSON(json) {
+/** A plan object as the JSON text the core reads. */
+function textOf(json) {
   if (json === null || typeof json !== 'object' || !Array.isArray(json.nodes)) throw notAPlan();
   // A hole, found before JSON.stringify writes 'null' for each of a sparse
   // array's (2^27 of them took 52 s, then crashed), with the core's message
@@ -78,24 +116,31 @@ export function compileFromJSON(json) {
   for (let i = 0; i < nodes.length; i++) {
     if (!(i in nodes)) throw new Error(`compileFromJSON: node ${i}: expected an object, got null`);
   }
-  let text;
   try {
-    text = planText(json);
+    return planText(json);
   } catch (e) {
     throw new Error(`compileFromJSON: not a serialized plan (${e.message})`);
   }
+}
+
+/**
+ * `json` is a plan object, or its JSON text (which skips JSON.parse and
+ * JSON.stringify both); text that is not a JSON object is not a plan.
+ */
+export function compileFromJSON(json) {
+  if (typeof json === 'string' && !/^\s*\{/.test(json)) throw notAPlan();
+  const text = typeof json === 'string' ? json : textOf(json);
   const plan = N.planFromJson(text);
-  // Names and shapes from the very text the core checked, not from getters
+  // Names and shapes as the core read them from the text, not from getters
   // that might answer differently a second time.
-  json = JSON.parse(text);
-  const params = json.nodes.filter((n) => n.kind === 'param');
-  const inputs = json.nodes.filter((n) => n.kind === 'input');
-  const map = json.input === 'map' || (json.input === undefined && params.some((p) => typeof p.name === 'string'));
-  const keys = map ? params.map((p) => p.name) : null;
-  const shapes = params.map((p) => [...p.shape]);
-  const inputKeys = inputs.map((n) => n.name);
+  const slots = JSON.parse(N.planSlots(plan));
+  const map = slots.map;
+  const keys = map ? slots.params.map((p) => p.name) : null;
+  const shapes = slots.params.map((p) => p.shape);
+  const inputKeys = slots.inputs.map((n) => n.name);
+  const inputs = slots.inputs;
   const rebuild = () => N.planFromJson(text);
-  const replay = new Replay(plan, rebuild, map, keys, shapes, inputKeys, inputs.map((n) => [...n.shape]), N.planRootShape(plan));
+  const replay = new Replay(plan, rebuild, map, keys, shapes, inputKeys, inputs.map((n) => n.shape), N.planRootShape(plan));
   const named = (ks, ss, quote) =>
     ks
       .map((k, i) => [k, ss[i]])

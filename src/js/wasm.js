@@ -341,6 +341,10 @@ export function loadWasm(bytes = wasmBytes()) {
       get64(2, out);
     },
     planRootShape: (h) => dims(X.plan_root_shape(live(h))),
+    planSlots(h) {
+      id(X.plan_slots(live(h)));
+      return text();
+    },
     planBytes: (h) => (h.p < 0 ? 0 : X.plan_bytes(h.p)),
     planRelease(h) {
       if (h.p < 0) return;

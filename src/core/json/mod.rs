@@ -30,7 +30,7 @@ pub mod schema;
 use super::error::{Error, Result};
 use super::graph::Graph;
 use super::op::Op;
-use super::plan::{Passes, Plan};
+use super::plan::{Passes, Plan, SlotNames};
 use crate::fail;
 use check::{check, Checked};
 use messages::{invalid_json, show};
@@ -87,12 +87,13 @@ pub fn plan_from_json_with(text: &str, passes: Passes) -> Result<Plan> {
     // The typed nodes are consumed by the check: what pass 2 needs is owned
     // by `checked`, and the rest is freed before any value is allocated.
     let checked = check(nodes, version, map, passes)?;
-    build(checked, root, passes)
+    build(checked, root, map, passes)
 }
 
 /// Pass 2: build the graph and compact it into a plan. Only evaluating
 /// constants can still fail.
-fn build(checked: Vec<Checked>, root: usize, passes: Passes) -> Result<Plan> {
+fn build(checked: Vec<Checked>, root: usize, map: bool, passes: Passes) -> Result<Plan> {
+    let mut names = SlotNames { map, params: Vec::new(), inputs: Vec::new() };
     let n = checked.len();
     let mut graph = if passes.merge_identical { Graph::default() } else { Graph::without_merging() };
     // Graph id of each JSON node.
@@ -105,8 +106,8 @@ fn build(checked: Vec<Checked>, root: usize, passes: Passes) -> Result<Plan> {
     let mut graph_parents: Vec<u32> = Vec::new();
     for (i, c) in checked.into_iter().enumerate() {
         let label = match &c {
-            Checked::Param(_) => "param",
-            Checked::Input(_) => "input",
+            Checked::Param(..) => "param",
+            Checked::Input(..) => "input",
             Checked::Const(..) => "const",
             Checked::Op(op, _) => op.name(),
             Checked::Merged(_) => "",
@@ -117,14 +118,16 @@ fn build(checked: Vec<Checked>, root: usize, passes: Passes) -> Result<Plan> {
                 constant[i] = constant[same as usize];
                 ids[same as usize]
             }
-            Checked::Param(shape) => {
+            Checked::Param(shape, name) => {
                 let id = graph.leaf(Op::Leaf, shape, &[]).map_err(in_node)?;
                 params.push(id);
+                names.params.push(name);
                 id
             }
-            Checked::Input(shape) => {
+            Checked::Input(shape, name) => {
                 let id = graph.leaf(Op::Input, shape, &[]).map_err(in_node)?;
                 inputs.push(id);
+                names.inputs.push(name);
                 id
             }
             Checked::Const(shape, data) => {
@@ -141,7 +144,9 @@ fn build(checked: Vec<Checked>, root: usize, passes: Passes) -> Result<Plan> {
         };
         ids[i] = id;
     }
-    Plan::build_with(&graph, ids[root], &params, &inputs, passes).map_err(|e| Error(format!("compileFromJSON: {e}")))
+    let mut plan = Plan::build_with(&graph, ids[root], &params, &inputs, passes).map_err(|e| Error(format!("compileFromJSON: {e}")))?;
+    plan.names = Some(names);
+    Ok(plan)
 }
 
 #[cfg(test)]
