@@ -301,7 +301,8 @@ export interface ValueAndGradFnsOptions {
 export function valueAndGrad<P = any, I = any>(f: Objective<P, I>): ValueAndGradFn<P, I>;
 export function grad<P = any, I = any>(f: Objective<P, I>): GradFn<P, I>;
 export function compile<P = any, I = any>(f: Objective<P, I>): CompiledFn<P, I>;
-export function compileFromJSON(json: Plan | PlanV1): RebuiltFn;
+/** Also takes the plan's JSON text (`JSON.stringify(vg.toJSON())`), which skips parsing it in JavaScript. */
+export function compileFromJSON(json: Plan | PlanV1 | string): RebuiltFn;
 
 export function valueAndGradFns<P = any, I = any>(
   f: Objective<P, I>,

@@ -207,6 +207,7 @@ const rb = rebuilt({ w: 2, b: [0.5, 0.5] }, { x: [1, 2], y: [2, 5] });
 const rbw = rb.gradient;
 const rbv: Nested = rebuilt.value({ w: 2, b: [0.5, 0.5] }, { x: [1, 2], y: [2, 5] });
 const fromText = compileFromJSON(JSON.parse(JSON.stringify(plan)));
+const fromString: RebuiltFn = compileFromJSON(JSON.stringify(plan));
 const split3 = splitValueAndGrad(rebuilt);
 const s3g = split3.gradient({ w: 1, b: [0, 0] }, { x: [1, 2], y: [2, 5] });
 const vgSplit = splitValueAndGrad(vgMap);

@@ -1,7 +1,8 @@
 // `npm run bench:small`: the small graphs of BENCH.md's last section, where
 // the boundary costs the most: the call floor, a 10-scalar hierarchical
 // model (~100 scalar ops), its twin with the 8 group effects as one vector,
-// a chain of 200 scalar ops, and plan I/O (toJSON, compileFromJSON) at 10^4
+// a chain of 200 scalar ops, and plan I/O (toJSON, compileFromJSON of the
+// object and of its text; the JavaScript version takes the object only) at 10^4
 // and 10^5 ops. Native and WebAssembly side by side (the WebAssembly column
 // from a child process with TANGENT_GRAD_WASM=1: one process holds one
 // core), with the JavaScript version's published figures.
@@ -106,6 +107,7 @@ function run() {
       toJSON: measure(() => vg.toJSON(), ioOpts).median,
       fromJSON: measure(() => G.compileFromJSON(plan), ioOpts).median,
       fromText: measure(() => G.compileFromJSON(JSON.parse(text)), ioOpts).median,
+      fromString: measure(() => G.compileFromJSON(text), ioOpts).median,
     };
   }
   return rows;
@@ -151,5 +153,6 @@ if (ioRows.length > 0) {
     console.log(`| toJSON, n = 10^${exp} | ${w.js.toJSON} | ${ratio(w.js.toJSON, n.toJSON)} | ${x ? ratio(w.js.toJSON, x.toJSON) : '—'} |`);
     console.log(`| compileFromJSON(object), n = 10^${exp} | ${w.js.fromJSON} | ${ratio(w.js.fromJSON, n.fromJSON)} | ${x ? ratio(w.js.fromJSON, x.fromJSON) : '—'} |`);
     console.log(`| compileFromJSON(JSON.parse(text)), n = 10^${exp} | — | ${num(n.fromText)} | ${x ? num(x.fromText) : '—'} |`);
+    console.log(`| compileFromJSON(text), n = 10^${exp} | ${w.js.fromJSON} | ${ratio(w.js.fromJSON, n.fromString)} | ${x ? ratio(w.js.fromJSON, x.fromString) : '—'} |`);
   }
 }
