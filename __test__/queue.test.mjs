@@ -226,3 +226,28 @@ test('repeated elementwise subexpressions: eager, compiled and rebuilt sum adjoi
     assert.deepEqual(fromText(x), e, `rebuilt from text at ${x}`);
   }
 });
+
+test('workers that record on the queue exit, or are terminated mid-evaluation, cleanly', async () => {
+  const { Worker } = await import('node:worker_threads');
+  const url = new URL('../index.js', import.meta.url).href;
+  const source = `
+    const { parentPort } = require('node:worker_threads');
+    import(${JSON.stringify(url)}).then((G) => {
+      const vg = G.valueAndGrad((x) => G.add(G.square(x), G.tanh(G.mul(x, 3))));
+      let s = 0;
+      for (let i = 0; i < 2000; i++) s += vg(0.3).gradient;
+      parentPort.postMessage(s);
+      for (;;) vg(0.3); // until terminated
+    });`;
+  const expected = 2000 * (2 * 0.3 + 3 * (1 - Math.tanh(0.9) ** 2));
+  const runs = Array.from({ length: 6 }, async () => {
+    const w = new Worker(source, { eval: true });
+    const s = await new Promise((resolve, reject) => {
+      w.once('message', resolve);
+      w.once('error', reject);
+    });
+    assert.ok(Math.abs(s - expected) < 1e-9 * expected, `${s} vs ${expected}`);
+    assert.equal(await w.terminate(), 1);
+  });
+  await Promise.all(runs);
+});

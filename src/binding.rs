@@ -105,27 +105,57 @@ pub fn tape_length(t: u32) -> Result<u32> {
     api::tape_length(t).js()
 }
 
-/// The buffers JavaScript queues scalar nodes in (src/js/queue.js), bound
-/// once per thread so that `tape_apply` converts no typed array: held by
-/// reference, read in place. They are the queue's own, never handed out.
-pub struct QueueCell {
+/// The buffers JavaScript queues nodes in (src/js/queue.js): the queue's
+/// own, never handed out, so nothing detaches them.
+struct QueueCell {
     ops: Int32Array,
     nums: Float64Array,
 }
 
+thread_local! {
+    /// This thread's queue, bound once so that no call converts a typed
+    /// array or an external (a reference argument cost about 0.1 µs in
+    /// napi's borrow bookkeeping): held by reference, read in place. An
+    /// environment cleanup hook drops it while the references can still be
+    /// deleted (each Node environment has a thread of its own).
+    static QUEUE: RefCell<Option<QueueCell>> = const { RefCell::new(None) };
+}
+
 #[napi(catch_unwind)]
-pub fn queue_bind(ops: Int32Array, nums: Float64Array) -> External<QueueCell> {
-    External::new(QueueCell { ops, nums })
+pub fn queue_bind(env: Env, ops: Int32Array, nums: Float64Array) -> Result<()> {
+    let first = QUEUE.with(|q| q.borrow_mut().replace(QueueCell { ops, nums }).is_none());
+    if first {
+        env.add_env_cleanup_hook((), |()| QUEUE.with(|q| drop(q.borrow_mut().take())))?;
+    }
+    Ok(())
+}
+
+/// `f` on this thread's queue: the first `len` entries of `ops`, and all of
+/// `nums` (read, then written by `tape_finish_queued`).
+fn with_queue<R>(len: usize, f: impl FnOnce(&[i32], &mut [f64]) -> Result<R>) -> Result<R> {
+    QUEUE.with(|q| {
+        let mut q = q.borrow_mut();
+        let Some(QueueCell { ops, nums }) = q.as_mut() else {
+            return Err(Error::new(Status::GenericFailure, "the queue is not bound"));
+        };
+        let Some(ops) = ops.get(..len) else {
+            return Err(Error::new(Status::InvalidArg, "queue overflow"));
+        };
+        // SAFETY: the queue's own array, not aliased by `ops`, borrowed once for this call.
+        f(ops, unsafe { nums.as_mut() })
+    })
+}
+
+/// The first `m` of the queue's numbers.
+fn queued(nums: &[f64], m: u32) -> Result<&[f64]> {
+    nums.get(..m as usize).ok_or_else(|| Error::new(Status::InvalidArg, "queue overflow"))
 }
 
 /// Record the first `n` queued nodes (`3n` entries of `ops`) and their
 /// first `m` numbers on tape `t`; returns the tape's new length.
 #[napi(catch_unwind)]
-pub fn tape_apply(t: u32, q: &External<QueueCell>, n: u32, m: u32) -> Result<u32> {
-    let (Some(ops), Some(nums)) = (q.ops.get(..3 * n as usize), q.nums.get(..m as usize)) else {
-        return Err(Error::new(Status::InvalidArg, "queue overflow"));
-    };
-    api::tape_apply(t, ops, nums).js()
+pub fn tape_apply(t: u32, n: u32, m: u32) -> Result<u32> {
+    with_queue(3 * n as usize, |ops, nums| api::tape_apply(t, ops, queued(nums, m)?).js())
 }
 
 /// `tape_apply` then `tape_finish` in one call, on the queue's buffers: the
@@ -133,19 +163,16 @@ pub fn tape_apply(t: u32, q: &External<QueueCell>, n: u32, m: u32) -> Result<u32
 /// (`total` values) are written over `nums` from the start.
 #[allow(clippy::too_many_arguments)]
 #[napi(catch_unwind)]
-pub fn tape_finish_queued(t: u32, q: &mut External<QueueCell>, n: u32, m: u32, root: u32, swept: bool, leaves: u32, total: u32) -> Result<f64> {
-    let (n, leaves) = (3 * n as usize, leaves as usize);
-    let (Some(ops), Some(nums)) = (q.ops.get(..n + leaves), q.nums.get(..m as usize)) else {
-        return Err(Error::new(Status::InvalidArg, "queue overflow"));
-    };
-    api::tape_apply(t, &ops[..n], nums).js()?;
-    let ids: Vec<u32> = ops[n..].iter().map(|&id| id as u32).collect();
-    // SAFETY: the queue's own array, which no other argument aliases.
-    let out = unsafe { q.nums.as_mut() };
-    let Some(out) = out.get_mut(..total as usize) else {
-        return Err(Error::new(Status::InvalidArg, "queue overflow"));
-    };
-    api::tape_finish(t, root, swept, &ids, out).js()
+pub fn tape_finish_queued(t: u32, n: u32, m: u32, root: u32, swept: bool, leaves: u32, total: u32) -> Result<f64> {
+    let entries = 3 * n as usize;
+    with_queue(entries + leaves as usize, |ops, nums| {
+        api::tape_apply(t, &ops[..entries], queued(nums, m)?).js()?;
+        let ids: Vec<u32> = ops[entries..].iter().map(|&id| id as u32).collect();
+        let Some(out) = nums.get_mut(..total as usize) else {
+            return Err(Error::new(Status::InvalidArg, "queue overflow"));
+        };
+        api::tape_finish(t, root, swept, &ids, out).js()
+    })
 }
 
 #[napi(catch_unwind)]

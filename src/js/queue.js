@@ -19,8 +19,13 @@ const CAP = 1024;
 export const QUEUED_VALUES = 256;
 const ops = new Int32Array(3 * CAP);
 const nums = new Float64Array(CAP);
-/** The binding's handle on the two arrays, made at the first batch. */
-let bound = null;
+/** Whether the two arrays are bound to the core (at the first batch). */
+let bound = false;
+
+function bind() {
+  N.queueBind(ops, nums);
+  bound = true;
+}
 
 /** The tape whose nodes wait here, or null; how many; and the first one's id. */
 let owner = null;
@@ -38,8 +43,8 @@ export function flush() {
   count = 0;
   numbers = 0;
   t.length = -1; // unknown, should the batch fail
-  bound ??= N.queueBind(ops, nums);
-  t.length = N.tapeApply(t.id, bound, n, m);
+  if (!bound) bind();
+  t.length = N.tapeApply(t.id, n, m);
 }
 
 /**
@@ -59,8 +64,8 @@ export function finish(t, root, swept, ids, total) {
   count = 0;
   numbers = 0;
   t.length = -1;
-  bound ??= N.queueBind(ops, nums);
-  return N.tapeFinishQueued(t.id, bound, n, m, root, swept, ids.length, total);
+  if (!bound) bind();
+  return N.tapeFinishQueued(t.id, n, m, root, swept, ids.length, total);
 }
 
 /** Where `finish` leaves the gradients. */

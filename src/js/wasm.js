@@ -187,6 +187,9 @@ export function loadWasm(bytes = wasmBytes()) {
 
   start();
 
+  /** The queue's two arrays (src/js/queue.js), bound once. */
+  let queue = null;
+
   const binding = {
     opCodes() {
       X.op_codes();
@@ -197,13 +200,15 @@ export function loadWasm(bytes = wasmBytes()) {
     tapeLeaf: (t, kind, data, rank, d0, d1) => id(X.tape_leaf(t, kind, put64(0, data), rank, d0, d1)),
     tapeNumber: (t, kind, x) => id(X.tape_number(t, kind, x)),
     tapeLength: (t) => id(X.tape_length(t)),
-    queueBind: (ops, nums) => ({ ops, nums }),
-    tapeFinishQueued(t, q, n, m, root, swept, leaves, total) {
+    queueBind(ops, nums) {
+      queue = { ops, nums };
+    },
+    tapeFinishQueued(t, n, m, root, swept, leaves, total) {
       const p0 = reserve(0, 4 * (3 * n + leaves)) >>> 2;
       const p1 = reserve(1, 8 * m) >>> 3;
       reserve(2, 8 * total);
       heap();
-      const { ops, nums } = q;
+      const { ops, nums } = queue;
       for (let i = 0; i < 3 * n + leaves; i++) i32[p0 + i] = ops[i];
       for (let i = 0; i < m; i++) f64[p1 + i] = nums[i];
       const value = X.tape_finish_queued(t, n, m, root, swept, leaves, total);
@@ -213,11 +218,11 @@ export function loadWasm(bytes = wasmBytes()) {
       for (let i = 0; i < total; i++) nums[i] = f64[p2 + i];
       return value;
     },
-    tapeApply(t, q, n, m) {
+    tapeApply(t, n, m) {
       const p0 = reserve(0, 12 * n) >>> 2;
       const p1 = reserve(1, 8 * m) >>> 3;
       heap();
-      const { ops, nums } = q;
+      const { ops, nums } = queue;
       for (let i = 0; i < 3 * n; i++) i32[p0 + i] = ops[i];
       for (let i = 0; i < m; i++) f64[p1 + i] = nums[i];
       return id(X.tape_apply(t, n, m));
