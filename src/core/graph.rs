@@ -88,6 +88,11 @@ pub struct Graph {
 /// than aborting the process.
 fn grow(arena: &mut Vec<f64>, len: usize) -> Result<usize> {
     let at = arena.len();
+    if len <= arena.capacity() - at {
+        // The common case on a reused arena: room already there.
+        arena.resize(at + len, 0.0);
+        return Ok(at);
+    }
     if len > MAX_ELEMENTS || arena.try_reserve(len).is_err() {
         return fail!("out of memory: cannot hold {len} more values");
     }
