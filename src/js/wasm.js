@@ -154,22 +154,22 @@ export function loadWasm(bytes = wasmBytes()) {
     if (n > 16) dst.set(n === src.length ? src : src.subarray(0, n), at);
     else for (let i = 0; i < n; i++) dst[at + i] = src[i];
   }
+  /** Where each view starts when the views follow `head` values, one after another. */
+  function starts(head, views) {
+    const out = new Array(views.length);
+    for (let j = 0, off = head; j < views.length; off += views[j].length, j++) out[j] = off;
+    return out;
+  }
   /** Arguments to scratch 0 and their offsets to scratch 1, as plan_run reads them. */
   function writeFeed(flat, views, layout) {
     const p0 = at[0] >>> 3;
     const p1 = at[1] >>> 2;
+    const from = starts(flat.length, views);
     copy(f64, p0, flat, flat.length);
+    for (let j = 0; j < views.length; j++) f64.set(views[j], p0 + from[j]);
     for (let i = 0; i < layout.length; i++) {
       const a = layout[i];
-      if (a >= 0) {
-        i32[p1 + i] = a;
-      } else {
-        const j = -a - 1;
-        let off = flat.length;
-        for (let k = 0; k < j; k++) off += views[k].length;
-        f64.set(views[j], p0 + off);
-        i32[p1 + i] = off;
-      }
+      i32[p1 + i] = a >= 0 ? a : from[-a - 1];
     }
   }
 
@@ -299,25 +299,19 @@ export function loadWasm(bytes = wasmBytes()) {
       heap();
       writeFeed(flat, views, layout);
       const p3 = at[3] >>> 2;
+      const to = starts(gradFlat.length, gradViews);
       for (let i = 0; i < params; i++) {
         const a = gradLayout[i];
-        let off = a;
-        if (a < 0) {
-          off = gradFlat.length;
-          for (let k = 0; k < -a - 1; k++) off += gradViews[k].length;
-        }
-        i32[p3 + i] = off;
+        i32[p3 + i] = a >= 0 ? a : to[-a - 1];
       }
       const value = X.plan_run(live(h), n, slots, gradTotal, params);
       if (value !== value && X.failed()) raise();
       heap();
       const p2 = at[2] >>> 3;
       for (let i = 0, m = gradFlat.length; i < m; i++) gradFlat[i] = f64[p2 + i];
-      let off = p2 + gradFlat.length;
       for (let j = 0; j < gradViews.length; j++) {
         const g = gradViews[j];
-        g.set(f64.subarray(off, off + g.length));
-        off += g.length;
+        g.set(f64.subarray(p2 + to[j], p2 + to[j] + g.length));
       }
       return value;
     },
