@@ -165,31 +165,56 @@ fn tanh_exp(r: f64, c: f64, t: f64) -> (f64, f64) {
     (p * s, plo * s)
 }
 
-/// tanh, phase 3: both branches, select, sign.
+/// tanh(a) for 0 ≤ a < 0.625: the rational approximation.
 #[inline(always)]
-fn tanh_finish(x: f64, e: f64, elo: f64) -> f64 {
-    let bits = x.to_bits();
-    let a = f64::from_bits(bits & !SIGN);
-
-    // a < 0.625
+fn tanh_small(a: f64) -> f64 {
     let y = a * a;
     let n = 1.0 + y * (TN1 + y * (TN2 + y * TN3));
     let m = 3.0 + y * (TM1 + y * (TM2 + y * (TM3 + y * TM4)));
-    let small = a - a * y * n / m;
+    a - a * y * n / m
+}
 
-    // a ≥ 0.625: 1 − 2/(e + elo + 1)
+/// tanh(a) for a ≥ 0.625, from e + elo = e^{2a}: 1 − 2/(e + elo + 1).
+#[inline(always)]
+fn tanh_large(e: f64, elo: f64) -> f64 {
     let s = e + 1.0;
     let es = ((e - s) + 1.0) + elo; // e + elo + 1 − s (Fast2Sum, e ≥ 1)
     let q = 2.0 / s;
     let fix = q * q * 0.5 * es; // 2/s − 2/(s + es) to first order
     let t0 = 1.0 - q;
-    let large = t0 + (((1.0 - t0) - q) + fix); // (1 − q) + fix, one rounding
+    t0 + (((1.0 - t0) - q) + fix) // (1 − q) + fix, one rounding
+}
 
+/// tanh, phase 3: both branches, select, sign.
+#[inline(always)]
+fn tanh_finish(x: f64, e: f64, elo: f64) -> f64 {
+    let bits = x.to_bits();
+    let a = f64::from_bits(bits & !SIGN);
+    let small = tanh_small(a);
+    let large = tanh_large(e, elo);
     // Select with a bit mask rather than `if`: in scalar code LLVM would
     // turn an `if` whose arm holds a division into a branch.
     let mask = ((a < TANH_SPLIT) as u64).wrapping_neg();
     let t = large.to_bits() ^ ((large.to_bits() ^ small.to_bits()) & mask);
     f64::from_bits(t | (bits & SIGN))
+}
+
+/// tanh of one value, bit for bit `tanh`'s result, computing only the
+/// branch |x| takes. For a scalar node in a replay, whose tanh waits on the
+/// node before, the untaken branch (an e^x and a division) was most of the
+/// latency; there the branch predictor, not the vector units, is what helps.
+#[inline]
+pub fn tanh_one(x: f64) -> f64 {
+    let bits = x.to_bits();
+    let a = f64::from_bits(bits & !SIGN);
+    let t = if a < TANH_SPLIT {
+        tanh_small(a)
+    } else {
+        let (r, c, t) = tanh_reduce(x);
+        let (e, elo) = tanh_exp(r, c, t);
+        tanh_large(e, elo)
+    };
+    f64::from_bits(t.to_bits() | (bits & SIGN))
 }
 
 /// tanh(x), branch-free; see the module doc.
@@ -234,6 +259,24 @@ pub fn tanh_slice(a: &[f64], out: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tanh_one_is_tanh_bit_for_bit() {
+        let mut rng = Rng(7);
+        let specials = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 5e-324, -5e-324, 1e-300, 20.0, 40.0, 1e300];
+        let near_split = [TANH_SPLIT, -TANH_SPLIT, f64::from_bits(TANH_SPLIT.to_bits() - 1), f64::from_bits(TANH_SPLIT.to_bits() + 1)];
+        let random = (0..200_000).map(|_| {
+            let u = rng.next();
+            // Spread over exponents: |x| from about 1e-6 to 1e3, either sign.
+            let m = (u >> 11) as f64 / (1u64 << 53) as f64;
+            let x = 10f64.powf(-6.0 + 9.0 * m);
+            if u & 1 == 1 { -x } else { x }
+        });
+        for x in specials.into_iter().chain(near_split).chain(random) {
+            let (one, both) = (tanh_one(x), tanh(x));
+            assert!(one.to_bits() == both.to_bits() || (one.is_nan() && both.is_nan()), "tanh({x:e}): {one:e} vs {both:e}");
+        }
+    }
 
     /// Distance in representable doubles (both non-NaN).
     fn ulps(a: f64, b: f64) -> u64 {

@@ -2,7 +2,8 @@
 //! records into a graph as ops are called; a plan owns a compacted one.
 
 use super::error::{Error, Result};
-use super::kernels::{self, scalar, Inputs, Operand};
+use super::kernels::scalar::{self, Formula};
+use super::kernels::{self, Inputs, Operand};
 use super::op::{Op, Parents};
 use super::shape::{Shape, MAX_ELEMENTS};
 use crate::fail;
@@ -125,11 +126,11 @@ pub fn eval(nodes: &[Node], id: usize, values: &mut [f64], aux: &mut [f64]) -> R
 /// Propagate node `id`'s adjoint to each parent that `needs` one.
 pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux: &mut [f64], needs: &[bool]) {
     let node = &nodes[id];
-    if node.shape == Shape::Scalar && scalar::has_formula(node.op) {
+    if let Some((f, k)) = Formula::of(node.op).filter(|_| node.shape == Shape::Scalar) {
         // An elementwise op with a scalar result has scalar operands.
         let (a, b) = (node.parents[0] as usize, node.parents[node.parents.len() - 1] as usize);
         let at = [nodes[a].val, nodes[b].val, node.val];
-        return scalar::accumulate(node.op, at, node.parents.len() == 1, [needs[a], needs[b]], values, adj);
+        return scalar::accumulate(f, k, at, [needs[a], needs[b]], values, adj);
     }
     let (lower, upper) = adj.split_at_mut(node.val);
     let g = &upper[..node.shape.size()];
@@ -240,7 +241,10 @@ impl Graph {
     /// and kernel dispatch of `op`: what JavaScript's queue records.
     pub fn scalar_op(&mut self, op: Op, parents: &[u32]) -> Result<u32> {
         let (a, b) = (parents[0] as usize, parents[parents.len() - 1] as usize);
-        let value = scalar::value(op, self.values[self.nodes[a].val], self.values[self.nodes[b].val]);
+        let Some((f, k)) = Formula::of(op) else {
+            return fail!("{} has no scalar formula", op.name());
+        };
+        let value = scalar::value(f, k, self.values[self.nodes[a].val], self.values[self.nodes[b].val]);
         let id = self.append(op, Parents::from_slice(parents), Shape::Scalar, 0)?;
         let at = self.nodes[id as usize].val;
         self.values[at] = value;

@@ -15,7 +15,7 @@
 
 use super::error::Result;
 use super::graph::{eval, mark_needs, post_order, propagate, Graph, Node};
-use super::kernels::scalar;
+use super::kernels::scalar::{self, Formula};
 use super::op::Op;
 use super::shape::Shape;
 use crate::fail;
@@ -55,18 +55,24 @@ impl Default for Passes {
     }
 }
 
-/// An elementwise op on scalar operands, by the arena offsets of its value
-/// and its operands' (for a unary op, `b` repeats `a`), with whether each
-/// operand takes an adjoint.
+/// An elementwise op on scalar operands: its formula (and pow's exponent),
+/// the arena offsets of its value and its operands' (for a unary op, `b`
+/// repeats `a`), and whether each operand takes an adjoint. 32 bytes, so a
+/// plan's steps stay in cache.
 #[derive(Debug, Clone, Copy)]
 struct ScalarStep {
-    op: Op,
-    out: usize,
-    a: usize,
-    b: usize,
-    unary: bool,
-    needs_a: bool,
-    needs_b: bool,
+    formula: Formula,
+    needs: [bool; 2],
+    out: u32,
+    a: u32,
+    b: u32,
+    k: f64,
+}
+
+impl ScalarStep {
+    fn at(&self) -> [usize; 3] {
+        [self.a as usize, self.b as usize, self.out as usize]
+    }
 }
 
 /// One node of a replay: through the kernels, or as a scalar step.
@@ -79,21 +85,18 @@ enum Step {
 impl Step {
     fn of(nodes: &[Node], id: u32, needs: &[bool]) -> Step {
         let node = &nodes[id as usize];
+        let Some((formula, k)) = Formula::of(node.op) else { return Step::Node(id) };
+        let arity = if formula.binary() { 2 } else { 1 };
         let scalar = |p: &u32| nodes[*p as usize].shape == Shape::Scalar;
-        let arity = if matches!(node.op, Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum) { 2 } else { 1 };
-        if !(scalar::has_formula(node.op) && node.shape == Shape::Scalar && node.parents.len() == arity && node.parents.iter().all(scalar)) {
+        let (a, b) = (node.parents[0], node.parents[node.parents.len() - 1]);
+        let offset = |i: u32| u32::try_from(nodes[i as usize].val).ok();
+        let (Some(out), Some(va), Some(vb)) = (u32::try_from(node.val).ok(), offset(a), offset(b)) else {
+            return Step::Node(id); // an arena past 2^32 values: the general path
+        };
+        if node.shape != Shape::Scalar || node.parents.len() != arity || !node.parents.iter().all(scalar) {
             return Step::Node(id);
         }
-        let (a, b) = (node.parents[0], node.parents[arity - 1]);
-        Step::Scalar(ScalarStep {
-            op: node.op,
-            out: node.val,
-            a: nodes[a as usize].val,
-            b: nodes[b as usize].val,
-            unary: arity == 1,
-            needs_a: needs[a as usize],
-            needs_b: needs[b as usize],
-        })
+        Step::Scalar(ScalarStep { formula, needs: [needs[a as usize], needs[b as usize]], out, a: va, b: vb, k })
     }
 }
 
@@ -227,7 +230,7 @@ impl Plan {
         let g = &mut self.graph;
         for step in &self.forward {
             match *step {
-                Step::Scalar(s) => g.values[s.out] = scalar::value(s.op, g.values[s.a], g.values[s.b]),
+                Step::Scalar(s) => g.values[s.out as usize] = scalar::value(s.formula, s.k, g.values[s.a as usize], g.values[s.b as usize]),
                 Step::Node(id) => eval(&g.nodes, id as usize, &mut g.values, &mut g.aux)?,
             }
         }
@@ -244,7 +247,7 @@ impl Plan {
         let adj = &mut self.adj;
         for step in &self.backward {
             match *step {
-                Step::Scalar(s) => scalar::accumulate(s.op, [s.a, s.b, s.out], s.unary, [s.needs_a, s.needs_b], &g.values, adj),
+                Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),
                 Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, &self.needs),
             }
         }

@@ -12,15 +12,16 @@ use super::linalg;
 use super::op::{broadcast, Op};
 use super::shape::Shape;
 use elementwise as ew;
+use scalar::Formula;
 
-/// `$apply` with each listed op bound to the constant `$o`, so that the
-/// formula (kernels/scalar.rs) it hands an elementwise loop folds to that
-/// op's alone: one loop per op, as if written out.
+/// `$apply` with each listed op's formula bound to the constant `$o`, so
+/// that the formula (kernels/scalar.rs) it hands an elementwise loop folds
+/// to that op's alone: one loop per op, as if written out.
 macro_rules! for_each_op {
     ($op:expr, [$($name:ident),+], |$o:ident| $apply:expr) => {
         match $op {
             $(Op::$name => {
-                const $o: Op = Op::$name;
+                const $o: Formula = Formula::$name;
                 $apply
             })+
             _ => {}
@@ -83,16 +84,16 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => {
             let (_, bc) = broadcast(op.name(), p.shape(0), p.shape(1))?;
             let (a, b) = (v(0), v(1));
-            for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum], |O| ew::binary(bc, a, b, out, |x, y| scalar::value(O, x, y)))
+            for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum], |O| ew::binary(bc, a, b, out, |x, y| scalar::value(O, 0.0, x, y)))
         }
-        // Blocked, for speed on long arrays; element by element the same as scalar::value.
+        // Blocked, for speed on long arrays; element by element the same bits as scalar::value.
         Op::Tanh => fastmath::tanh_slice(v(0), out),
         Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma => {
-            for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Sigmoid, Relu, Lgamma], |O| ew::unary(v(0), out, |x| scalar::value(O, x, 0.0)))
+            for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Sigmoid, Relu, Lgamma], |O| ew::unary(v(0), out, |x| scalar::value(O, 0.0, x, 0.0)))
         }
         Op::Pow(k) => {
-            let op = Op::Pow(k);
-            ew::unary(v(0), out, |x| scalar::value(op, x, 0.0))
+            let k = k.get();
+            ew::unary(v(0), out, |x| scalar::value(Formula::Pow, k, x, 0.0))
         }
         Op::Sum => out[0] = matrix::sum(v(0)),
         Op::Mean => out[0] = matrix::sum(v(0)) / v(0).len() as f64,
@@ -205,22 +206,22 @@ fn parent_adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &
             let (a, b) = (p.val(0), p.val(1));
             if k == 0 {
                 for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum], |O| {
-                    ew::binary_adjoint(bc, 0, a, b, g, d, |x, y, g| scalar::partial(O, 0, x, y, 0.0, g))
+                    ew::binary_adjoint(bc, 0, a, b, g, d, |x, y, g| scalar::partial(O, 0.0, 0, x, y, 0.0, g))
                 })
             } else {
                 for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum], |O| {
-                    ew::binary_adjoint(bc, 1, a, b, g, d, |x, y, g| scalar::partial(O, 1, x, y, 0.0, g))
+                    ew::binary_adjoint(bc, 1, a, b, g, d, |x, y, g| scalar::partial(O, 0.0, 1, x, y, 0.0, g))
                 })
             }
         }
         Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma => {
             for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Tanh, Sigmoid, Relu, Lgamma], |O| {
-                ew::unary_adjoint(v(0), out, g, d, |x, y, g| scalar::partial(O, 0, x, 0.0, y, g))
+                ew::unary_adjoint(v(0), out, g, d, |x, y, g| scalar::partial(O, 0.0, 0, x, 0.0, y, g))
             })
         }
         Op::Pow(e) => {
-            let op = Op::Pow(e);
-            ew::unary_adjoint(v(0), out, g, d, |x, y, g| scalar::partial(op, 0, x, 0.0, y, g))
+            let k = e.get();
+            ew::unary_adjoint(v(0), out, g, d, |x, y, g| scalar::partial(Formula::Pow, k, 0, x, 0.0, y, g))
         }
         Op::Sum => d.iter_mut().for_each(|di| *di += g[0]),
         Op::Mean => {

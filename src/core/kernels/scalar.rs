@@ -1,7 +1,9 @@
 //! The elementwise ops' formulas on one element, in one place: the
-//! elementwise kernels (kernels/mod.rs) apply them across whole arrays, and
-//! a plan's scalar steps (plan.rs) one node at a time, so the two compute
-//! bit-identical values and adjoints. Callers in a loop pass `op` as a
+//! elementwise kernels (kernels/mod.rs) apply them across whole arrays, a
+//! plan's scalar steps (plan.rs) and the eager tape's scalar nodes
+//! (graph.rs) one node at a time, so all compute bit-identical values and
+//! adjoints. A formula is a byte (`Formula`) with pow's exponent beside it,
+//! which keeps a plan's scalar steps small; callers in a loop pass it as a
 //! constant, so that the match folds away once inlined.
 
 use super::elementwise::{js_max, js_min, relu};
@@ -10,96 +12,126 @@ use crate::core::math;
 use crate::core::op::Op;
 use crate::core::special;
 
+/// The elementwise ops, each with a formula here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Formula {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Maximum,
+    Minimum,
+    Neg,
+    Exp,
+    Log,
+    Sqrt,
+    Square,
+    Tanh,
+    Sigmoid,
+    Relu,
+    Lgamma,
+    Pow,
+}
+
+impl Formula {
+    /// The formula of `op` and its exponent (0 but for pow), if it is elementwise.
+    pub fn of(op: Op) -> Option<(Formula, f64)> {
+        Some(match op {
+            Op::Add => (Formula::Add, 0.0),
+            Op::Sub => (Formula::Sub, 0.0),
+            Op::Mul => (Formula::Mul, 0.0),
+            Op::Div => (Formula::Div, 0.0),
+            Op::Maximum => (Formula::Maximum, 0.0),
+            Op::Minimum => (Formula::Minimum, 0.0),
+            Op::Neg => (Formula::Neg, 0.0),
+            Op::Exp => (Formula::Exp, 0.0),
+            Op::Log => (Formula::Log, 0.0),
+            Op::Sqrt => (Formula::Sqrt, 0.0),
+            Op::Square => (Formula::Square, 0.0),
+            Op::Tanh => (Formula::Tanh, 0.0),
+            Op::Sigmoid => (Formula::Sigmoid, 0.0),
+            Op::Relu => (Formula::Relu, 0.0),
+            Op::Lgamma => (Formula::Lgamma, 0.0),
+            Op::Pow(k) => (Formula::Pow, k.get()),
+            _ => return None,
+        })
+    }
+
+    /// Whether it takes two operands.
+    pub fn binary(self) -> bool {
+        matches!(self, Formula::Add | Formula::Sub | Formula::Mul | Formula::Div | Formula::Maximum | Formula::Minimum)
+    }
+}
+
 /// Whether `op` is elementwise with a formula here (one operand or two).
 pub fn has_formula(op: Op) -> bool {
-    matches!(
-        op,
-        Op::Add
-            | Op::Sub
-            | Op::Mul
-            | Op::Div
-            | Op::Maximum
-            | Op::Minimum
-            | Op::Neg
-            | Op::Exp
-            | Op::Log
-            | Op::Sqrt
-            | Op::Square
-            | Op::Tanh
-            | Op::Sigmoid
-            | Op::Relu
-            | Op::Lgamma
-            | Op::Pow(_)
-    )
+    Formula::of(op).is_some()
 }
 
 /// A scalar node's adjoint, at `out` in `adj`, accumulated into its
 /// operands' at `a` and `b` (for a unary op, `b` is `a` and takes nothing),
 /// operand 0 first as the kernels do, each only if it `needs` one.
 #[inline(always)]
-pub fn accumulate(op: Op, [a, b, out]: [usize; 3], unary: bool, [needs_a, needs_b]: [bool; 2], values: &[f64], adj: &mut [f64]) {
+#[allow(clippy::too_many_arguments)]
+pub fn accumulate(f: Formula, k: f64, [a, b, out]: [usize; 3], [needs_a, needs_b]: [bool; 2], values: &[f64], adj: &mut [f64]) {
     let (x, y, v, g) = (values[a], values[b], values[out], adj[out]);
     if needs_a {
-        adj[a] += partial(op, 0, x, y, v, g);
+        adj[a] += partial(f, k, 0, x, y, v, g);
     }
-    if !unary && needs_b {
-        adj[b] += partial(op, 1, x, y, v, g);
+    if needs_b && f.binary() {
+        adj[b] += partial(f, k, 1, x, y, v, g);
     }
 }
 
-/// The op's value at `x` (and `y`, which a unary op ignores).
+/// The formula's value at `x` (and `y`, which a unary one ignores); `k` is pow's exponent.
 #[inline(always)]
-pub fn value(op: Op, x: f64, y: f64) -> f64 {
-    match op {
-        Op::Add => x + y,
-        Op::Sub => x - y,
-        Op::Mul => x * y,
-        Op::Div => x / y,
-        Op::Maximum => js_max(x, y),
-        Op::Minimum => js_min(x, y),
-        Op::Neg => -x,
-        Op::Exp => math::exp(x),
-        Op::Log => math::ln(x),
-        Op::Sqrt => x.sqrt(),
-        Op::Square => x * x,
-        Op::Tanh => fastmath::tanh(x),
-        Op::Sigmoid => 1.0 / (1.0 + math::exp(-x)),
-        Op::Relu => relu(x),
-        Op::Lgamma => special::lgamma(x),
-        Op::Pow(k) => math::pow(x, k.get()),
-        _ => f64::NAN,
+pub fn value(f: Formula, k: f64, x: f64, y: f64) -> f64 {
+    match f {
+        Formula::Add => x + y,
+        Formula::Sub => x - y,
+        Formula::Mul => x * y,
+        Formula::Div => x / y,
+        Formula::Maximum => js_max(x, y),
+        Formula::Minimum => js_min(x, y),
+        Formula::Neg => -x,
+        Formula::Exp => math::exp(x),
+        Formula::Log => math::ln(x),
+        Formula::Sqrt => x.sqrt(),
+        Formula::Square => x * x,
+        Formula::Tanh => fastmath::tanh_one(x),
+        Formula::Sigmoid => 1.0 / (1.0 + math::exp(-x)),
+        Formula::Relu => relu(x),
+        Formula::Lgamma => special::lgamma(x),
+        Formula::Pow => math::pow(x, k),
     }
 }
 
-/// What operand `k` (0 left, 1 right) receives of the adjoint `g` of a
+/// What operand `i` (0 left, 1 right) receives of the adjoint `g` of a
 /// result `out` computed from `x` (and `y`).
 #[inline(always)]
-pub fn partial(op: Op, k: usize, x: f64, y: f64, out: f64, g: f64) -> f64 {
-    match (op, k) {
-        (Op::Add, _) | (Op::Sub, 0) => g,
-        (Op::Sub, _) => -g,
-        (Op::Mul, 0) => g * y,
-        (Op::Mul, _) => g * x,
-        (Op::Div, 0) => g / y,
-        (Op::Div, _) => -g * x / (y * y),
+#[allow(clippy::too_many_arguments)]
+pub fn partial(f: Formula, k: f64, i: usize, x: f64, y: f64, out: f64, g: f64) -> f64 {
+    match (f, i) {
+        (Formula::Add, _) | (Formula::Sub, 0) => g,
+        (Formula::Sub, _) => -g,
+        (Formula::Mul, 0) => g * y,
+        (Formula::Mul, _) => g * x,
+        (Formula::Div, 0) => g / y,
+        (Formula::Div, _) => -g * x / (y * y),
         // Ties go left; a NaN fails the comparison and goes right.
-        (Op::Maximum, 0) => if x >= y { g } else { 0.0 },
-        (Op::Maximum, _) => if x >= y { 0.0 } else { g },
-        (Op::Minimum, 0) => if x <= y { g } else { 0.0 },
-        (Op::Minimum, _) => if x <= y { 0.0 } else { g },
-        (Op::Neg, _) => -g,
-        (Op::Exp, _) => g * out,
-        (Op::Log, _) => g / x,
-        (Op::Sqrt, _) => g / (2.0 * out),
-        (Op::Square, _) => 2.0 * x * g,
-        (Op::Tanh, _) => g * (1.0 - out * out),
-        (Op::Sigmoid, _) => g * out * (1.0 - out),
-        (Op::Relu, _) => if x > 0.0 { g } else { 0.0 },
-        (Op::Lgamma, _) => g * special::digamma(x),
-        (Op::Pow(e), _) => {
-            let k = e.get();
-            g * k * math::pow(x, k - 1.0)
-        }
-        _ => f64::NAN,
+        (Formula::Maximum, 0) => if x >= y { g } else { 0.0 },
+        (Formula::Maximum, _) => if x >= y { 0.0 } else { g },
+        (Formula::Minimum, 0) => if x <= y { g } else { 0.0 },
+        (Formula::Minimum, _) => if x <= y { 0.0 } else { g },
+        (Formula::Neg, _) => -g,
+        (Formula::Exp, _) => g * out,
+        (Formula::Log, _) => g / x,
+        (Formula::Sqrt, _) => g / (2.0 * out),
+        (Formula::Square, _) => 2.0 * x * g,
+        (Formula::Tanh, _) => g * (1.0 - out * out),
+        (Formula::Sigmoid, _) => g * out * (1.0 - out),
+        (Formula::Relu, _) => if x > 0.0 { g } else { 0.0 },
+        (Formula::Lgamma, _) => g * special::digamma(x),
+        (Formula::Pow, _) => g * k * math::pow(x, k - 1.0),
     }
 }
