@@ -33,15 +33,20 @@ let count = 0;
 let numbers = 0;
 let base = 0;
 
+/** Forget what waits (it was recorded, or its tape is being emptied). */
+function empty() {
+  owner = null;
+  count = 0;
+  numbers = 0;
+}
+
 /** Record what waits, if anything, on its tape. */
 export function flush() {
   const t = owner;
   if (t === null) return;
-  owner = null;
   const n = count;
   const m = numbers;
-  count = 0;
-  numbers = 0;
+  empty();
   t.length = -1; // unknown, should the batch fail
   if (!bound) bind();
   t.length = N.tapeApply(t.id, n, m);
@@ -60,9 +65,7 @@ export function finish(t, root, swept, ids, total) {
   const m = owner === t ? numbers : 0;
   if (3 * n + ids.length > ops.length || total > nums.length) return undefined;
   for (let i = 0; i < ids.length; i++) ops[3 * n + i] = ids[i];
-  owner = null;
-  count = 0;
-  numbers = 0;
+  empty();
   t.length = -1;
   if (!bound) bind();
   return N.tapeFinishQueued(t.id, n, m, root, swept, ids.length, total);
@@ -73,11 +76,7 @@ export const finished = nums;
 
 /** Forget what waits for tape t (it is being emptied). */
 export function discard(t) {
-  if (owner === t) {
-    owner = null;
-    count = 0;
-    numbers = 0;
-  }
+  if (owner === t) empty();
 }
 
 /** Whether nodes wait for tape t. */

@@ -189,6 +189,14 @@ export function loadWasm(bytes = wasmBytes()) {
 
   /** The queue's two arrays (src/js/queue.js), bound once. */
   let queue = null;
+  /** The queue's first `ints` entries to scratch 0 and first `m` numbers to scratch 1, as tape_apply reads them. */
+  function putQueue(ints, m) {
+    const p0 = reserve(0, 4 * ints) >>> 2;
+    const p1 = reserve(1, 8 * m) >>> 3;
+    heap();
+    copy(i32, p0, queue.ops, ints);
+    copy(f64, p1, queue.nums, m);
+  }
 
   const binding = {
     opCodes() {
@@ -204,27 +212,17 @@ export function loadWasm(bytes = wasmBytes()) {
       queue = { ops, nums };
     },
     tapeFinishQueued(t, n, m, root, swept, leaves, total) {
-      const p0 = reserve(0, 4 * (3 * n + leaves)) >>> 2;
-      const p1 = reserve(1, 8 * m) >>> 3;
+      putQueue(3 * n + leaves, m);
       reserve(2, 8 * total);
-      heap();
-      const { ops, nums } = queue;
-      for (let i = 0; i < 3 * n + leaves; i++) i32[p0 + i] = ops[i];
-      for (let i = 0; i < m; i++) f64[p1 + i] = nums[i];
       const value = X.tape_finish_queued(t, n, m, root, swept, leaves, total);
       if (value !== value && X.failed()) raise();
       heap();
       const p2 = at[2] >>> 3;
-      for (let i = 0; i < total; i++) nums[i] = f64[p2 + i];
+      for (let i = 0; i < total; i++) queue.nums[i] = f64[p2 + i];
       return value;
     },
     tapeApply(t, n, m) {
-      const p0 = reserve(0, 12 * n) >>> 2;
-      const p1 = reserve(1, 8 * m) >>> 3;
-      heap();
-      const { ops, nums } = queue;
-      for (let i = 0; i < 3 * n; i++) i32[p0 + i] = ops[i];
-      for (let i = 0; i < m; i++) f64[p1 + i] = nums[i];
+      putQueue(3 * n, m);
       return id(X.tape_apply(t, n, m));
     },
     tapeOp1: (t, code, a) => id(X.tape_op1(t, code, a)),
