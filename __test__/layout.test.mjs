@@ -59,9 +59,6 @@ test("the browser entry reaches nothing of Node's", () => {
 });
 
 test('no file outgrows a sitting (about 500 lines)', () => {
-  // linalg.rs waits on the bench of issue 12 (hand-written kernels against
-  // nalgebra and faer); its tests make up a third of it.
-  const allowed = new Set(['src/core/linalg.rs']);
   const walk = (dir, out = []) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const p = join(dir, e.name);
@@ -73,6 +70,6 @@ test('no file outgrows a sitting (about 500 lines)', () => {
   for (const p of walk(join(root, 'src'))) {
     const rel = p.slice(root.length);
     const lines = readFileSync(p, 'utf8').split('\n').length;
-    if (!allowed.has(rel)) assert.ok(lines <= 520, `${rel} has ${lines} lines`);
+    assert.ok(lines <= 520, `${rel} has ${lines} lines`);
   }
 });

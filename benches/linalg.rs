@@ -1,13 +1,14 @@
 //! `cargo bench --bench linalg --features linalg-bench`: the hand-written
-//! kernels of `src/core/linalg.rs` against nalgebra 0.35 and faer (a
-//! candidate only, behind a feature no build turns on), at n = 5, 12, 50,
-//! 200, 500, 1000.
+//! kernels of `src/core/linalg/` (`linalg::hand`) against nalgebra 0.35 and
+//! faer, at n = 5, 12, 50, 100, 150, 200, 500, 1000; `package` is what the
+//! package runs (`linalg::library` picks per size).
 //!
 //! Every contender reads and writes the same data as ours: row-major `f64`
 //! slices, as the arena holds them. A is X Xᵀ + n I (X from a fixed LCG),
 //! L = cholesky(A), U = Lᵀ, B an n×n LCG matrix, b an LCG vector.
 //!
-//! - `ours`: the kernel as the plan calls it.
+//! - `ours`: the hand-written kernel.
+//! - `package`: the public function, hand-written or a library's by size.
 //! - `nalgebra`: a drop-in, from and back to our row-major slices. It uses
 //!   zero-copy views where the layout allows (a row-major triangle viewed
 //!   column-major is its transpose, so `tr_solve_*` solves the original),
@@ -37,7 +38,7 @@ use faer::prelude::ReborrowMut;
 use faer::{Accum, MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DMatrixView, DVectorViewMut};
 
-const SIZES: [usize; 6] = [5, 12, 50, 200, 500, 1000];
+const SIZES: [usize; 8] = [5, 12, 50, 100, 150, 200, 500, 1000];
 
 /// Small fixed-seed LCG producing values in [-1, 1) (as linalg.rs's tests).
 struct Lcg(u64);
@@ -76,7 +77,7 @@ fn data(n: usize) -> Data {
         a[i * n + i] += n as f64;
     }
     let mut l = vec![0.0; n * n];
-    linalg::cholesky(&a, n, &mut l).unwrap();
+    linalg::hand::cholesky(&a, n, &mut l).unwrap();
     let u = transpose(&l, n, n);
     let b = r.fill(n);
     let bm = r.fill(n * n);
@@ -258,6 +259,16 @@ enum Tri {
 fn ours_tri(d: &Data, tri: Tri, rhs: &[f64], k: usize, out: &mut [f64]) {
     let n = d.n;
     match tri {
+        Tri::Lower => linalg::hand::triangular_solve(&d.l, n, true, rhs, k, out),
+        Tri::Upper => linalg::hand::triangular_solve(&d.u, n, false, rhs, k, out),
+        Tri::LowerTrans => linalg::hand::triangular_solve_bbar(&d.l, n, true, rhs, k, out),
+    }
+}
+
+/// What the package runs (`src/core/linalg/library.rs` picks).
+fn package_tri(d: &Data, tri: Tri, rhs: &[f64], k: usize, out: &mut [f64]) {
+    let n = d.n;
+    match tri {
         Tri::Lower => linalg::triangular_solve(&d.l, n, true, rhs, k, out),
         Tri::Upper => linalg::triangular_solve(&d.u, n, false, rhs, k, out),
         Tri::LowerTrans => linalg::triangular_solve_bbar(&d.l, n, true, rhs, k, out),
@@ -399,7 +410,8 @@ fn bench_size(c: &mut Criterion, n: usize) {
             agree("cholesky faer", n, &out, &d.l);
         }
         let mut g = group(c, "cholesky", n);
-        g.bench_function("ours", |bch| bch.iter(|| linalg::cholesky(black_box(&d.a), n, &mut out).unwrap()));
+        g.bench_function("ours", |bch| bch.iter(|| linalg::hand::cholesky(black_box(&d.a), n, &mut out).unwrap()));
+        g.bench_function("package", |bch| bch.iter(|| linalg::cholesky(black_box(&d.a), n, &mut out).unwrap()));
         g.bench_function("nalgebra", |bch| bch.iter(|| na_cholesky(black_box(&d.a), n, &mut out)));
         g.bench_function("nalgebra-kernel", |bch| {
             bch.iter(|| nalgebra::linalg::Cholesky::new(black_box(&a_cm).clone()).unwrap())
@@ -415,7 +427,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
     {
         let mut work = vec![0.0; nn];
         let mut ours = vec![0.0; nn];
-        linalg::cholesky_adjoint(&d.l, &d.lbar, n, &mut work, &mut ours);
+        linalg::hand::cholesky_adjoint(&d.l, &d.lbar, n, &mut work, &mut ours);
         let l_cm = DMatrix::from_row_slice(n, n, &d.l);
         let lbar_cm = DMatrix::from_row_slice(n, n, &d.lbar);
         out.fill(0.0);
@@ -429,6 +441,12 @@ fn bench_size(c: &mut Criterion, n: usize) {
         }
         let mut g = group(c, "cholesky_adjoint", n);
         g.bench_function("ours", |bch| {
+            bch.iter(|| {
+                out.fill(0.0);
+                linalg::hand::cholesky_adjoint(black_box(&d.l), black_box(&d.lbar), n, &mut work, &mut out)
+            })
+        });
+        g.bench_function("package", |bch| {
             bch.iter(|| {
                 out.fill(0.0);
                 linalg::cholesky_adjoint(black_box(&d.l), black_box(&d.lbar), n, &mut work, &mut out)
@@ -474,6 +492,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
             }
             let mut g = group(c, &name, n);
             g.bench_function("ours", |bch| bch.iter(|| ours_tri(&d, tri, black_box(rhs), k, &mut out[..len])));
+            g.bench_function("package", |bch| bch.iter(|| package_tri(&d, tri, black_box(rhs), k, &mut out[..len])));
             g.bench_function("nalgebra", |bch| bch.iter(|| na_tri(&d, tri, black_box(rhs), k, &mut out[..len])));
             if k > 1 {
                 g.bench_function("nalgebra-kernel", |bch| bch.iter(|| na_tri_kernel(&t_cm, tri, black_box(&b_cm))));
@@ -489,7 +508,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
     {
         let mut lu = vec![0.0; nn];
         let mut perm = vec![0.0; n];
-        linalg::lu_factor(&d.a, n, &mut lu, &mut perm).unwrap();
+        linalg::hand::lu_factor(&d.a, n, &mut lu, &mut perm).unwrap();
         let a_cm = DMatrix::from_row_slice(n, n, &d.a);
         let na_lu = nalgebra::linalg::LU::new(a_cm.clone());
         let mut flu = FaerLu { lu: vec![0.0; nn], fwd: vec![0; n], bwd: vec![0; n] };
@@ -513,7 +532,8 @@ fn bench_size(c: &mut Criterion, n: usize) {
             agree("lu_factor nalgebra (unpacked LU)", n, &packed, &lu);
         }
         let mut g = group(c, "lu_factor", n);
-        g.bench_function("ours", |bch| bch.iter(|| linalg::lu_factor(black_box(&d.a), n, &mut lu, &mut perm).unwrap()));
+        g.bench_function("ours", |bch| bch.iter(|| linalg::hand::lu_factor(black_box(&d.a), n, &mut lu, &mut perm).unwrap()));
+        g.bench_function("package", |bch| bch.iter(|| linalg::lu_factor(black_box(&d.a), n, &mut lu, &mut perm).unwrap()));
         g.bench_function("nalgebra", |bch| {
             bch.iter(|| nalgebra::linalg::LU::new(DMatrix::from_row_slice(n, n, black_box(&d.a))))
         });
@@ -530,9 +550,9 @@ fn bench_size(c: &mut Criterion, n: usize) {
                 let name = format!("{}_{kind}", if trans { "lu_solve_transpose_adj" } else { "lu_solve" });
                 let run_ours = |out: &mut [f64]| {
                     if trans {
-                        linalg::lu_solve_transpose(&lu, &perm, n, rhs, k, out)
+                        linalg::hand::lu_solve_transpose(&lu, &perm, n, rhs, k, out)
                     } else {
-                        linalg::lu_solve(&lu, &perm, n, rhs, k, out)
+                        linalg::hand::lu_solve(&lu, &perm, n, rhs, k, out)
                     }
                 };
                 run_ours(&mut out[..len]);
@@ -547,6 +567,16 @@ fn bench_size(c: &mut Criterion, n: usize) {
                 }
                 let mut g = group(c, &name, n);
                 g.bench_function("ours", |bch| bch.iter(|| run_ours(black_box(&mut out[..len]))));
+                g.bench_function("package", |bch| {
+                    bch.iter(|| {
+                        let out = black_box(&mut out[..len]);
+                        if trans {
+                            linalg::lu_solve_transpose(&lu, &perm, n, rhs, k, out)
+                        } else {
+                            linalg::lu_solve(&lu, &perm, n, rhs, k, out)
+                        }
+                    })
+                });
                 if !trans {
                     // nalgebra's LU has no transpose solve.
                     g.bench_function("nalgebra", |bch| bch.iter(|| na_lu_solve(&na_lu, n, black_box(rhs), k, &mut out[..len])));

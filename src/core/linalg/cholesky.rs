@@ -1,0 +1,166 @@
+//! Cholesky factorization and its adjoint, hand-written on row-major slices.
+
+use super::{axpy, dot, dot4};
+use crate::core::error::{js_number, Result};
+
+/// The first pair (row-major, j > i) with |a_ij - a_ji| > 1e-10
+/// max(|a_ij|, |a_ji|); pairs involving NaN are skipped (NaN propagates).
+pub(super) fn asymmetry(a: &[f64], n: usize) -> Option<(usize, usize)> {
+    for i in 0..n {
+        for j in i + 1..n {
+            let x = a[i * n + j];
+            let y = a[j * n + i];
+            if x.is_nan() || y.is_nan() {
+                continue;
+            }
+            // Written as `>` so that Inf vs Inf (difference NaN) is accepted.
+            if (x - y).abs() > 1e-10 * x.abs().max(y.abs()) {
+                return Some((i, j));
+            }
+        }
+    }
+    None
+}
+
+/// Lower Cholesky factor L of a symmetric positive-definite A: A = L Lᵀ.
+/// Writes all n² entries of `l` (zeros above the diagonal).
+///
+/// Errors:
+///  - "cholesky: matrix is not symmetric (A[i][j] != A[j][i])" for the pair
+///    `asymmetry` finds.
+///  - "cholesky: matrix is not positive definite (pivot j is d)" when a pivot
+///    (before the square root) is <= 0. A NaN pivot propagates instead.
+///
+/// The factorization itself reads only the lower triangle.
+pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> Result<()> {
+    if let Some((i, j)) = asymmetry(a, n) {
+        return crate::fail!("cholesky: matrix is not symmetric (A[{i}][{j}] != A[{j}][{i}])");
+    }
+    let l = &mut l[..n * n];
+    l.fill(0.0);
+    // Row-oriented (Cholesky–Banachiewicz): every inner loop is a dot product
+    // of contiguous row prefixes. Rows are done four at a time: each load of
+    // an earlier row j then serves four dot products, and the four rows'
+    // dependency chains (L_ij needs L_i,<j) overlap.
+    let mut i = 0;
+    while i < n {
+        let block = if n - i >= 4 { 4 } else { 1 };
+        if block == 4 {
+            let (done, rest) = l.split_at_mut(i * n);
+            let (r0, rest) = rest.split_at_mut(n);
+            let (r1, rest) = rest.split_at_mut(n);
+            let (r2, r3) = rest.split_at_mut(n);
+            for j in 0..i {
+                let lj = &done[j * n..j * n + j];
+                let d = dot4([&r0[..j], &r1[..j], &r2[..j], &r3[..j]], lj);
+                // The reciprocal is off the rows' dependency chains; a
+                // division there would sit on them.
+                let r = 1.0 / done[j * n + j];
+                r0[j] = (a[i * n + j] - d[0]) * r;
+                r1[j] = (a[(i + 1) * n + j] - d[1]) * r;
+                r2[j] = (a[(i + 2) * n + j] - d[2]) * r;
+                r3[j] = (a[(i + 3) * n + j] - d[3]) * r;
+            }
+        }
+        // Remaining columns of each row of the block, then its pivot.
+        let first = if block == 4 { i } else { 0 };
+        for row in i..i + block {
+            let (done, rest) = l.split_at_mut(row * n);
+            let lr = &mut rest[..n];
+            for j in first..row {
+                let lj = &done[j * n..j * n + j];
+                lr[j] = (a[row * n + j] - dot(&lr[..j], lj)) * (1.0 / done[j * n + j]);
+            }
+            let d = a[row * n + row] - dot(&lr[..row], &lr[..row]);
+            if d <= 0.0 {
+                return crate::fail!(
+                    "cholesky: matrix is not positive definite (pivot {row} is {})",
+                    js_number(d)
+                );
+            }
+            lr[row] = d.sqrt();
+        }
+        i += block;
+    }
+    Ok(())
+}
+
+/// Reverse mode of `cholesky`: given L and the adjoint Lbar of the output
+/// (only Lbar's lower triangle, diagonal included, is read), ACCUMULATE into
+/// `abar` the symmetrized adjoint ½(Φ + Φᵀ) of A, where Φ is the
+/// lower-triangular adjoint of Murray (2016), unblocked reverse-mode
+/// algorithm. `work` has n² entries of scratch.
+///
+/// This walks the row-oriented factorization of `cholesky` backwards:
+/// for each output entry (in reverse order) the adjoint of its pre-division /
+/// pre-sqrt value s is formed, and pushed back onto the L entries s was
+/// computed from. Cost ≈ n³/3 multiply-adds.
+pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) {
+    let w = &mut work[..n * n];
+    for i in 0..n {
+        let row = &mut w[i * n..i * n + n];
+        row[..=i].copy_from_slice(&lbar[i * n..i * n + i + 1]);
+        row[i + 1..].fill(0.0);
+    }
+    for i in (0..n).rev() {
+        let (head, rest) = w.split_at_mut(i * n);
+        let wi = &mut rest[..n];
+        let li = &l[i * n..i * n + n];
+
+        // Diagonal: L_ii = sqrt(s), s = A_ii - Σ_{k<i} L_ik².
+        let sbar = wi[i] / (2.0 * li[i]);
+        wi[i] = sbar;
+        axpy(&mut wi[..i], -2.0 * sbar, &li[..i]);
+
+        // Off-diagonal, j = i-1 down to 0: L_ij = s / L_jj,
+        // s = A_ij - Σ_{k<j} L_ik L_jk. Two j's per pass (j and j-1) so each
+        // sweep over k reads and writes row i once for two updates.
+        let mut j = i;
+        while j >= 2 {
+            j -= 2;
+            let (j0, j1) = (j, j + 1); // process j1 first, then j0
+            let (w_lo, w_hi) = head.split_at_mut(j1 * n);
+            let w0 = &mut w_lo[j0 * n..j0 * n + j1];
+            let w1 = &mut w_hi[..j1 + 1];
+            let l0 = &l[j0 * n..j0 * n + j1];
+            let l1 = &l[j1 * n..j1 * n + j1 + 1];
+
+            let s1 = wi[j1] * (1.0 / l1[j1]);
+            wi[j1] = s1;
+            w1[j1] -= s1 * li[j1];
+            wi[j0] -= s1 * l1[j0];
+            w1[j0] -= s1 * li[j0];
+
+            let s0 = wi[j0] * (1.0 / l0[j0]);
+            wi[j0] = s0;
+            w0[j0] -= s0 * li[j0];
+
+            for ((((wik, w1k), w0k), &lik), (&l1k, &l0k)) in wi[..j0]
+                .iter_mut()
+                .zip(w1[..j0].iter_mut())
+                .zip(w0[..j0].iter_mut())
+                .zip(&li[..j0])
+                .zip(l1[..j0].iter().zip(&l0[..j0]))
+            {
+                *wik = (*wik - s1 * l1k) - s0 * l0k;
+                *w1k -= s1 * lik;
+                *w0k -= s0 * lik;
+            }
+        }
+        if j == 1 {
+            // j = 0: nothing below it.
+            let s0 = wi[0] / l[0];
+            wi[0] = s0;
+            head[0] -= s0 * li[0];
+        }
+    }
+    // w now holds Φ (the adjoint of A's lower triangle); symmetrize.
+    for i in 0..n {
+        abar[i * n + i] += w[i * n + i];
+        for j in 0..i {
+            let h = 0.5 * w[i * n + j];
+            abar[i * n + j] += h;
+            abar[j * n + i] += h;
+        }
+    }
+}

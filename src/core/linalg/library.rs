@@ -1,0 +1,144 @@
+//! Where a library's kernel replaces the hand-written one. Each function
+//! returns true when it computed the result, and false to leave the call to
+//! the hand-written kernel, which decides every error and every non-finite
+//! input (so messages and NaN rules stay word for word).
+//!
+//! The sizes come from `cargo bench --bench linalg` (library time ÷ ours at
+//! n = 5 … 1000, in ARCHITECTURE.md): a library is used where it is within
+//! 10% of ours or faster.
+//! - nalgebra: triangular solves with one right-hand side, at every n.
+//! - faer (native builds only: it would double the WebAssembly module):
+//!   solves with a matrix right-hand side, and LU's transposed solves (the
+//!   adjoint's), from n = 12; LU from n = 50; Cholesky, its adjoint and
+//!   LU's solve of one right-hand side from n = 150.
+//! - The hand-written kernels: everything smaller.
+
+use nalgebra::{DMatrixView, DVectorViewMut};
+
+/// faer's Cholesky, its adjoint and LU's vector solve from this order on.
+#[cfg(not(target_arch = "wasm32"))]
+const LARGE_FROM: usize = 150;
+/// faer's LU factorization from this order on.
+#[cfg(not(target_arch = "wasm32"))]
+const LU_FROM: usize = 50;
+/// faer's solves when both the order and the right-hand side's columns
+/// reach this (LU's transposed solves: the order alone).
+#[cfg(not(target_arch = "wasm32"))]
+const MATRIX_SOLVE_FROM: usize = 12;
+
+/// Whether every entry is finite. (x · 0 is 0 for finite x and NaN
+/// otherwise; summed in 8 lanes this vectorizes, where an early exit would
+/// not: it costs a few percent of the solve it guards.)
+#[cfg(not(target_arch = "wasm32"))]
+fn finite(xs: &[f64]) -> bool {
+    let mut acc = [0.0f64; 8];
+    let chunks = xs.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (a, x) in acc.iter_mut().zip(c) {
+            *a += x * 0.0;
+        }
+    }
+    acc.iter().chain(rest).fold(0.0, |s, x| s + x * 0.0) == 0.0
+}
+
+/// max |x| if every entry is finite.
+#[cfg(not(target_arch = "wasm32"))]
+fn finite_max_abs(xs: &[f64]) -> Option<f64> {
+    let mut acc = [0.0f64; 8];
+    let chunks = xs.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (a, x) in acc.iter_mut().zip(c) {
+            *a = a.max(x.abs());
+        }
+    }
+    let m = acc.iter().chain(rest).fold(0.0f64, |m, x| m.max(x.abs()));
+    // max ignores NaN, so finiteness is asked separately.
+    (m.is_finite() && finite(xs)).then_some(m)
+}
+
+/// Whether T's own triangle (diagonal included) is finite.
+#[cfg(not(target_arch = "wasm32"))]
+fn finite_triangle(t: &[f64], n: usize, lower: bool) -> bool {
+    (0..n).all(|i| finite(if lower { &t[i * n..i * n + i + 1] } else { &t[i * n + i..i * n + n] }))
+}
+
+pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    if n >= LARGE_FROM && finite(&a[..n * n]) && super::cholesky::asymmetry(a, n).is_none() {
+        return super::faer::cholesky(a, n, l);
+    }
+    let _ = (a, n, l);
+    false
+}
+
+pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    if n >= LARGE_FROM && finite_triangle(l, n, true) && finite_triangle(lbar, n, true) {
+        super::faer::cholesky_adjoint(l, lbar, n, work, abar);
+        return true;
+    }
+    let _ = (l, lbar, n, work, abar);
+    false
+}
+
+/// T X = B (or Tᵀ X = B when `transposed`, the adjoint's solve).
+pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x: &mut [f64], transposed: bool) -> bool {
+    if k == 1 {
+        return nalgebra_vector_solve(t, n, lower, b, x, transposed);
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite_triangle(t, n, lower) && finite(&b[..n * k]) {
+        super::faer::triangular_solve(t, n, lower, b, k, x, transposed);
+        return true;
+    }
+    false
+}
+
+/// One right-hand side with nalgebra, on a column-major view of T, which is
+/// Tᵀ: its `tr_solve_*` solve T itself (by dot products of T's rows, as
+/// ours), its `solve_*` solve Tᵀ. False at a zero pivot, which the
+/// hand-written kernel turns into ±Infinity/NaN.
+fn nalgebra_vector_solve(t: &[f64], n: usize, lower: bool, b: &[f64], x: &mut [f64], transposed: bool) -> bool {
+    let x = &mut x[..n];
+    x.copy_from_slice(&b[..n]);
+    let tt = DMatrixView::from_slice(&t[..n * n], n, n);
+    let mut xv = DVectorViewMut::from_slice(x, n);
+    match (lower, transposed) {
+        (true, false) => tt.tr_solve_upper_triangular_mut(&mut xv),
+        (false, false) => tt.tr_solve_lower_triangular_mut(&mut xv),
+        (true, true) => tt.solve_upper_triangular_mut(&mut xv),
+        (false, true) => tt.solve_lower_triangular_mut(&mut xv),
+    }
+}
+
+/// P A = L U; accepted only when every pivot clears the hand-written
+/// kernel's singularity tolerance (n ε max|A|) and is finite.
+pub fn lu_factor(a: &[f64], n: usize, lu: &mut [f64], perm: &mut [f64]) -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(amax) = (n >= LU_FROM).then(|| finite_max_abs(&a[..n * n])).flatten() {
+        super::faer::lu_factor(a, n, lu, perm);
+        let tol = n as f64 * f64::EPSILON * amax;
+        return (0..n).all(|j| {
+            let p = lu[j * n + j].abs();
+            p.is_finite() && p > tol
+        });
+    }
+    let _ = (a, n, lu, perm);
+    false
+}
+
+/// A⁻¹ B, or A⁻ᵀ B when `transposed`, from packed factors.
+pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut [f64], transposed: bool) -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    if n >= MATRIX_SOLVE_FROM
+        && (transposed || k >= MATRIX_SOLVE_FROM || n >= LARGE_FROM)
+        && finite(&lu[..n * n])
+        && finite(&b[..n * k])
+    {
+        return super::faer::lu_solve(lu, perm, n, b, k, x, transposed);
+    }
+    let _ = (lu, perm, n, b, k, x, transposed);
+    false
+}

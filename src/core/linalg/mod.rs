@@ -1,0 +1,276 @@
+//! Dense linear algebra kernels (forward and reverse mode) on row-major `f64`
+//! slices: Cholesky, triangular solves and LU with partial pivoting.
+//!
+//! Conventions: matrices are row-major; `n` is the order of the square
+//! matrix; `k` is the number of right-hand-side columns (a vector is k = 1).
+//! Non-finite entries never panic; they propagate through the arithmetic.
+//!
+//! Each public function below picks an implementation: a library's kernel
+//! where `library.rs` says one is faster (measured), else the hand-written
+//! one in `cholesky.rs`, `triangular.rs` or `lu.rs`, which also decides
+//! every error and every non-finite input. The hand-written kernels take
+//! all their scratch from the caller; faer's calls allocate their own.
+
+mod cholesky;
+#[cfg(not(target_arch = "wasm32"))]
+mod faer;
+mod library;
+mod lu;
+mod triangular;
+
+pub use lu::sub_outer;
+pub use triangular::triangular_solve_tbar;
+
+/// The hand-written kernels alone, whatever the size: what the library
+/// paths are measured (`benches/linalg.rs`) and tested against.
+pub mod hand {
+    pub use super::cholesky::{cholesky, cholesky_adjoint};
+    pub use super::lu::{lu_factor, lu_solve, lu_solve_transpose};
+    pub use super::triangular::{triangular_solve, triangular_solve_bbar};
+}
+
+use crate::core::error::Result;
+
+/// Lower Cholesky factor L of a symmetric positive-definite A (all n² entries
+/// of `l` written, zeros above the diagonal). Errors: `cholesky::cholesky`.
+pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> Result<()> {
+    if library::cholesky(a, n, l) {
+        return Ok(());
+    }
+    cholesky::cholesky(a, n, l)
+}
+
+/// ACCUMULATE into `abar` the adjoint of A from L and L̄ (`work`: n² scratch).
+pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) {
+    if !library::cholesky_adjoint(l, lbar, n, work, abar) {
+        cholesky::cholesky_adjoint(l, lbar, n, work, abar)
+    }
+}
+
+/// Solve T X = B, T n×n triangular (lower if `lower`), B n×k; reads only T's
+/// own triangle. Zero pivots give ±Infinity/NaN.
+pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x: &mut [f64]) {
+    if !library::triangular_solve(t, n, lower, b, k, x, false) {
+        triangular::triangular_solve(t, n, lower, b, k, x)
+    }
+}
+
+/// The adjoint's first step: B̄ = T⁻ᵀ X̄ (overwrites `bbar`, n×k).
+pub fn triangular_solve_bbar(t: &[f64], n: usize, lower: bool, xbar: &[f64], k: usize, bbar: &mut [f64]) {
+    if !library::triangular_solve(t, n, lower, xbar, k, bbar, true) {
+        triangular::triangular_solve_bbar(t, n, lower, xbar, k, bbar)
+    }
+}
+
+/// P A = L U with partial pivoting, packed into `lu` and `perm` (row i of PA
+/// is row perm[i] of A). Errors: `lu::lu_factor`.
+pub fn lu_factor(a: &[f64], n: usize, lu: &mut [f64], perm: &mut [f64]) -> Result<()> {
+    if library::lu_factor(a, n, lu, perm) {
+        return Ok(());
+    }
+    lu::lu_factor(a, n, lu, perm)
+}
+
+/// X = A⁻¹ B from `lu_factor`'s factors; B, X n×k.
+pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut [f64]) {
+    if !library::lu_solve(lu, perm, n, b, k, x, false) {
+        lu::lu_solve(lu, perm, n, b, k, x)
+    }
+}
+
+/// Y = A⁻ᵀ C from `lu_factor`'s factors (the adjoint's solve); C, Y n×k.
+pub fn lu_solve_transpose(lu: &[f64], perm: &[f64], n: usize, c: &[f64], k: usize, y: &mut [f64]) {
+    if !library::lu_solve(lu, perm, n, c, k, y, true) {
+        lu::lu_solve_transpose(lu, perm, n, c, k, y)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Small kernels
+// ---------------------------------------------------------------------------
+
+/// y[j] += s * x[j] over the common length (auto-vectorizes).
+#[inline(always)]
+fn axpy(y: &mut [f64], s: f64, x: &[f64]) {
+    for (yj, &xj) in y.iter_mut().zip(x) {
+        *yj += s * xj;
+    }
+}
+
+/// Dot product over the common length, with 4 independent accumulators.
+#[inline(always)]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let m = a.len().min(b.len());
+    let (a, b) = (&a[..m], &b[..m]);
+    let ca = a.chunks_exact(4);
+    let cb = b.chunks_exact(4);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    let mut s = [0.0f64; 4];
+    for (x, y) in ca.zip(cb) {
+        s[0] += x[0] * y[0];
+        s[1] += x[1] * y[1];
+        s[2] += x[2] * y[2];
+        s[3] += x[3] * y[3];
+    }
+    let mut t = (s[0] + s[1]) + (s[2] + s[3]);
+    for (&x, &y) in ra.iter().zip(rb) {
+        t += x * y;
+    }
+    t
+}
+
+/// The dot products of each of `rows` with `c` (over the common length),
+/// sharing the loads of `c`; 4 partial sums per product.
+#[inline(always)]
+fn dot4(rows: [&[f64]; 4], c: &[f64]) -> [f64; 4] {
+    let m = rows.iter().fold(c.len(), |m, r| m.min(r.len()));
+    let c = &c[..m];
+    let [a0, a1, a2, a3] = rows.map(|r| &r[..m]);
+    let mut s = [[0.0f64; 4]; 4];
+    let full = m - m % 4;
+    let mut k = 0;
+    while k < full {
+        let z = &c[k..k + 4];
+        let (x0, x1, x2, x3) = (&a0[k..k + 4], &a1[k..k + 4], &a2[k..k + 4], &a3[k..k + 4]);
+        for q in 0..4 {
+            s[0][q] += x0[q] * z[q];
+            s[1][q] += x1[q] * z[q];
+            s[2][q] += x2[q] * z[q];
+            s[3][q] += x3[q] * z[q];
+        }
+        k += 4;
+    }
+    let mut out = s.map(|p| (p[0] + p[1]) + (p[2] + p[3]));
+    for k in full..m {
+        out[0] += a0[k] * c[k];
+        out[1] += a1[k] * c[k];
+        out[2] += a2[k] * c[k];
+        out[3] += a3[k] * c[k];
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// In-place triangular solves (the building blocks of every solve below)
+// ---------------------------------------------------------------------------
+
+/// Solve T Y = X in place (X n×k), T lower triangular (unit diagonal if
+/// `unit`). Reads only T's strict lower triangle (and its diagonal unless
+/// `unit`). Row-oriented forward substitution.
+fn solve_lower_in_place(t: &[f64], n: usize, unit: bool, x: &mut [f64], k: usize) {
+    if k == 0 {
+        return;
+    }
+    if k == 1 {
+        for i in 0..n {
+            let row = &t[i * n..i * n + i];
+            let s = x[i] - dot(row, &x[..i]);
+            x[i] = if unit { s } else { s / t[i * n + i] };
+        }
+        return;
+    }
+    for i in 0..n {
+        let (done, rest) = x.split_at_mut(i * k);
+        let xi = &mut rest[..k];
+        for (p, xp) in done.chunks_exact(k).enumerate() {
+            axpy(xi, -t[i * n + p], xp);
+        }
+        if !unit {
+            let d = t[i * n + i];
+            for v in xi.iter_mut() {
+                *v /= d;
+            }
+        }
+    }
+}
+
+/// Solve T Y = X in place (X n×k), T upper triangular (unit diagonal if
+/// `unit`). Reads only T's strict upper triangle (and its diagonal unless
+/// `unit`). Row-oriented back substitution.
+fn solve_upper_in_place(t: &[f64], n: usize, unit: bool, x: &mut [f64], k: usize) {
+    if k == 0 {
+        return;
+    }
+    if k == 1 {
+        for i in (0..n).rev() {
+            let row = &t[i * n + i + 1..i * n + n];
+            let s = x[i] - dot(row, &x[i + 1..n]);
+            x[i] = if unit { s } else { s / t[i * n + i] };
+        }
+        return;
+    }
+    for i in (0..n).rev() {
+        let (head, done) = x.split_at_mut((i + 1) * k);
+        let xi = &mut head[i * k..];
+        let trow = &t[i * n + i + 1..i * n + n];
+        for (&tip, xp) in trow.iter().zip(done.chunks_exact(k)) {
+            axpy(xi, -tip, xp);
+        }
+        if !unit {
+            let d = t[i * n + i];
+            for v in xi.iter_mut() {
+                *v /= d;
+            }
+        }
+    }
+}
+
+/// Solve Tᵀ Y = X in place, T lower triangular (so Tᵀ is upper).
+/// Column-oriented back substitution that walks the rows of T (contiguous).
+fn solve_lower_transposed_in_place(t: &[f64], n: usize, x: &mut [f64], k: usize) {
+    if k == 0 {
+        return;
+    }
+    if k == 1 {
+        for p in (0..n).rev() {
+            let yp = x[p] / t[p * n + p];
+            x[p] = yp;
+            axpy(&mut x[..p], -yp, &t[p * n..p * n + p]);
+        }
+        return;
+    }
+    for p in (0..n).rev() {
+        let (head, rest) = x.split_at_mut(p * k);
+        let yp = &mut rest[..k];
+        let d = t[p * n + p];
+        for v in yp.iter_mut() {
+            *v /= d;
+        }
+        let trow = &t[p * n..p * n + p];
+        for (&tpi, yi) in trow.iter().zip(head.chunks_exact_mut(k)) {
+            axpy(yi, -tpi, yp);
+        }
+    }
+}
+
+/// Solve Tᵀ Y = X in place, T upper triangular (so Tᵀ is lower).
+/// Column-oriented forward substitution that walks the rows of T.
+fn solve_upper_transposed_in_place(t: &[f64], n: usize, x: &mut [f64], k: usize) {
+    if k == 0 {
+        return;
+    }
+    if k == 1 {
+        for p in 0..n {
+            let yp = x[p] / t[p * n + p];
+            x[p] = yp;
+            axpy(&mut x[p + 1..n], -yp, &t[p * n + p + 1..p * n + n]);
+        }
+        return;
+    }
+    for p in 0..n {
+        let (head, tail) = x.split_at_mut((p + 1) * k);
+        let yp = &mut head[p * k..];
+        let d = t[p * n + p];
+        for v in yp.iter_mut() {
+            *v /= d;
+        }
+        let trow = &t[p * n + p + 1..p * n + n];
+        for (&tpi, yi) in trow.iter().zip(tail.chunks_exact_mut(k)) {
+            axpy(yi, -tpi, yp);
+        }
+    }
+}
+
+
+#[cfg(test)]
+mod tests;

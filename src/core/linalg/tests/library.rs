@@ -1,0 +1,174 @@
+//! Each library path against the hand-written kernel it replaces, at sizes
+//! where `library.rs` picks the library: results within 1e-12 (relative to
+//! the largest entry), and every error and non-finite case decided exactly
+//! as the hand-written kernel decides it.
+
+use super::*;
+use crate::core::linalg::{hand, library};
+
+/// max |x - y| / max |y|.
+fn rel(x: &[f64], y: &[f64]) -> f64 {
+    max_diff(x, y) / max_abs(y).max(f64::MIN_POSITIVE)
+}
+
+/// Equal bit for bit, NaN payloads aside.
+fn same(x: &[f64], y: &[f64]) -> bool {
+    x.len() == y.len() && x.iter().zip(y).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()))
+}
+
+#[test]
+fn cholesky_and_its_adjoint_match_the_hand_kernels() {
+    let n = 240;
+    let mut rng = Lcg(71);
+    let a = random_spd(n, &mut rng);
+    let (mut l, mut hand) = (vec![0.0; n * n], vec![0.0; n * n]);
+    cholesky(&a, n, &mut l).unwrap();
+    hand::cholesky(&a, n, &mut hand).unwrap();
+    assert!(rel(&l, &hand) <= 1e-12, "{}", rel(&l, &hand));
+    assert!(l.iter().enumerate().all(|(i, &v)| i % n <= i / n || v == 0.0), "zeros above the diagonal");
+
+    // Garbage above L̄'s diagonal is never read.
+    let mut lbar = rng.fill(n * n);
+    for i in 0..n {
+        lbar[i * n + i + 1..i * n + n].fill(f64::NAN);
+    }
+    let mut work = vec![0.0; n * n];
+    let start = rng.fill(n * n); // the adjoint accumulates
+    let (mut abar, mut hand_abar) = (start.clone(), start.clone());
+    cholesky_adjoint(&hand, &lbar, n, &mut work, &mut abar);
+    hand::cholesky_adjoint(&hand, &lbar, n, &mut work, &mut hand_abar);
+    assert!(rel(&abar, &hand_abar) <= 1e-12, "{}", rel(&abar, &hand_abar));
+    assert!(library::cholesky_adjoint(&hand, &lbar, n, &mut work, &mut abar), "the library path ran");
+}
+
+#[test]
+fn cholesky_errors_and_nan_are_the_hand_kernels() {
+    let n = 220;
+    let mut rng = Lcg(72);
+    let a = random_spd(n, &mut rng);
+    let mut l = vec![0.0; n * n];
+    let mut hand = vec![0.0; n * n];
+
+    let mut indefinite = a.clone();
+    indefinite[150 * n + 150] = -1e6;
+    let e = cholesky(&indefinite, n, &mut l).unwrap_err();
+    assert_eq!(e.0, hand::cholesky(&indefinite, n, &mut hand).unwrap_err().0);
+    assert!(e.0.starts_with("cholesky: matrix is not positive definite (pivot 150 is -"), "{}", e.0);
+
+    let mut asymmetric = a.clone();
+    asymmetric[3 * n + 190] += 1.0;
+    let e = cholesky(&asymmetric, n, &mut l).unwrap_err();
+    assert_eq!(e.0, "cholesky: matrix is not symmetric (A[3][190] != A[190][3])");
+
+    let mut nan = a.clone();
+    nan[100 * n + 40] = f64::NAN;
+    nan[40 * n + 100] = f64::NAN;
+    cholesky(&nan, n, &mut l).unwrap();
+    hand::cholesky(&nan, n, &mut hand).unwrap();
+    assert!(same(&l, &hand), "NaN spreads as the hand kernel spreads it");
+    assert!(l[100 * n + 40].is_nan() && l[39 * n + 39].is_finite());
+}
+
+#[test]
+fn triangular_solves_match_the_hand_kernels() {
+    let mut rng = Lcg(73);
+    // Vectors (nalgebra, every n) and matrices (faer, n and k from 12).
+    for (n, k) in [(1, 1), (5, 1), (50, 1), (300, 1), (12, 12), (40, 25), (200, 200)] {
+        for lower in [true, false] {
+            let t = random_triangular(n, lower, &mut rng); // NaN in the other triangle
+            let b = rng.fill(n * k);
+            let (mut x, mut hand) = (vec![0.0; n * k], vec![0.0; n * k]);
+            triangular_solve(&t, n, lower, &b, k, &mut x);
+            hand::triangular_solve(&t, n, lower, &b, k, &mut hand);
+            assert!(rel(&x, &hand) <= 1e-12, "solve n={n} k={k} lower={lower}: {}", rel(&x, &hand));
+            triangular_solve_bbar(&t, n, lower, &b, k, &mut x);
+            hand::triangular_solve_bbar(&t, n, lower, &b, k, &mut hand);
+            assert!(rel(&x, &hand) <= 1e-12, "bbar n={n} k={k} lower={lower}: {}", rel(&x, &hand));
+        }
+    }
+}
+
+#[test]
+fn triangular_solves_with_zero_or_nan_pivots_are_the_hand_kernels() {
+    let mut rng = Lcg(74);
+    for (n, k) in [(30, 1), (30, 20)] {
+        for lower in [true, false] {
+            for bad in [0.0, f64::NAN, f64::INFINITY] {
+                let mut t = random_triangular(n, lower, &mut rng);
+                t[17 * n + 17] = bad;
+                let b = rng.fill(n * k);
+                let (mut x, mut hand) = (vec![0.0; n * k], vec![0.0; n * k]);
+                triangular_solve(&t, n, lower, &b, k, &mut x);
+                hand::triangular_solve(&t, n, lower, &b, k, &mut hand);
+                // A zero or NaN pivot shows in x; an infinite one makes its entry 0.
+                assert_eq!(x.iter().any(|v| !v.is_finite()), bad.is_finite() || bad.is_nan(), "pivot {bad}");
+                let (xf, hf): (Vec<bool>, Vec<bool>) = (x.iter().map(|v| v.is_finite()).collect(), hand.iter().map(|v| v.is_finite()).collect());
+                assert_eq!(xf, hf, "n={n} k={k} lower={lower} pivot {bad}: same entries finite");
+                let finite: Vec<(f64, f64)> = x.iter().zip(&hand).filter(|(a, _)| a.is_finite()).map(|(a, b)| (*a, *b)).collect();
+                let (fx, fh): (Vec<f64>, Vec<f64>) = finite.into_iter().unzip();
+                assert!(rel(&fx, &fh) <= 1e-12);
+            }
+        }
+    }
+}
+
+#[test]
+fn lu_matches_the_hand_kernels() {
+    let mut rng = Lcg(75);
+    for (n, k) in [(60, 1), (60, 60), (120, 12), (13, 40), (160, 1)] {
+        let a = random_general(n, &mut rng);
+        let (mut lu, mut perm) = (vec![0.0; n * n], vec![0.0; n]);
+        let (mut hlu, mut hperm) = (vec![0.0; n * n], vec![0.0; n]);
+        lu_factor(&a, n, &mut lu, &mut perm).unwrap();
+        hand::lu_factor(&a, n, &mut hlu, &mut hperm).unwrap();
+        assert!(rel(&lu, &hlu) <= 1e-12 && perm == hperm, "factor n={n}");
+        let b = rng.fill(n * k);
+        let (mut x, mut hand) = (vec![0.0; n * k], vec![0.0; n * k]);
+        lu_solve(&lu, &perm, n, &b, k, &mut x);
+        hand::lu_solve(&hlu, &hperm, n, &b, k, &mut hand);
+        assert!(rel(&x, &hand) <= 1e-12, "solve n={n} k={k}: {}", rel(&x, &hand));
+        lu_solve_transpose(&lu, &perm, n, &b, k, &mut x);
+        hand::lu_solve_transpose(&hlu, &hperm, n, &b, k, &mut hand);
+        assert!(rel(&x, &hand) <= 1e-12, "transpose n={n} k={k}: {}", rel(&x, &hand));
+    }
+}
+
+#[test]
+fn lu_errors_and_bad_factors_are_the_hand_kernels() {
+    let mut rng = Lcg(76);
+    let n = 64;
+    let (mut lu, mut perm) = (vec![0.0; n * n], vec![0.0; n]);
+    // Singular: one row a multiple of another.
+    let mut a = random_general(n, &mut rng);
+    for j in 0..n {
+        a[40 * n + j] = 3.0 * a[7 * n + j];
+    }
+    let e = lu_factor(&a, n, &mut lu, &mut perm).unwrap_err();
+    assert_eq!(e.0, "solve: matrix is singular (pivot below tolerance)");
+    assert!(!library::lu_factor(&a, n, &mut lu, &mut perm), "the library leaves it to the hand kernel");
+
+    // An invalid permutation or a NaN factor: the hand kernel's NaN rows.
+    let a = random_general(n, &mut rng);
+    lu_factor(&a, n, &mut lu, &mut perm).unwrap();
+    let b = rng.fill(n * n);
+    let (mut x, mut hand) = (vec![0.0; n * n], vec![0.0; n * n]);
+    for (bad_perm, bad_lu) in [(Some(2.5), None), (Some(0.0), None), (None, Some(f64::NAN))] {
+        let (mut p, mut f) = (perm.clone(), lu.clone());
+        if let Some(v) = bad_perm {
+            p[9] = v;
+        }
+        if let Some(v) = bad_lu {
+            f[20 * n + 3] = v;
+        }
+        for transposed in [false, true] {
+            if transposed {
+                lu_solve_transpose(&f, &p, n, &b, n, &mut x);
+                hand::lu_solve_transpose(&f, &p, n, &b, n, &mut hand);
+            } else {
+                lu_solve(&f, &p, n, &b, n, &mut x);
+                hand::lu_solve(&f, &p, n, &b, n, &mut hand);
+            }
+            assert!(same(&x, &hand), "perm {bad_perm:?} lu {bad_lu:?} transposed {transposed}");
+        }
+    }
+}
