@@ -172,3 +172,90 @@ fn lu_errors_and_bad_factors_are_the_hand_kernels() {
         }
     }
 }
+
+// ----- Adjoints through the library paths, against central differences
+
+/// Σ w ∘ x.
+fn weighted(w: &[f64], x: &[f64]) -> f64 {
+    w.iter().zip(x).map(|(a, b)| a * b).sum()
+}
+
+/// Central difference of `f` along `d` at `x`, step h.
+fn directional(f: impl Fn(&[f64]) -> f64, x: &[f64], d: &[f64], h: f64) -> f64 {
+    let plus: Vec<f64> = x.iter().zip(d).map(|(a, b)| a + h * b).collect();
+    let minus: Vec<f64> = x.iter().zip(d).map(|(a, b)| a - h * b).collect();
+    (f(&plus) - f(&minus)) / (2.0 * h)
+}
+
+fn close(analytic: f64, numeric: f64, what: &str) {
+    let err = (analytic - numeric).abs() / analytic.abs().max(numeric.abs()).max(1e-8);
+    assert!(err <= 1e-6, "{what}: adjoint {analytic} vs central difference {numeric} (relative {err:e})");
+}
+
+#[test]
+fn cholesky_adjoint_through_faer_matches_central_differences() {
+    let n = 160;
+    let mut rng = Lcg(81);
+    let a = random_spd(n, &mut rng);
+    let w = rng.fill(n * n);
+    let f = |a: &[f64]| {
+        let mut l = vec![0.0; n * n];
+        cholesky(a, n, &mut l).unwrap();
+        weighted(&w, &l)
+    };
+    let mut l = vec![0.0; n * n];
+    cholesky(&a, n, &mut l).unwrap();
+    let (mut work, mut abar) = (vec![0.0; n * n], vec![0.0; n * n]);
+    assert!(library::cholesky_adjoint(&l, &w, n, &mut work, &mut abar), "faer's path");
+    for _ in 0..3 {
+        let m = rng.fill(n * n);
+        let d: Vec<f64> = (0..n * n).map(|i| m[i] + m[(i % n) * n + i / n]).collect(); // symmetric
+        close(weighted(&abar, &d), directional(f, &a, &d, 1e-6), "cholesky");
+    }
+}
+
+#[test]
+fn solve_adjoints_through_faer_match_central_differences() {
+    let (n, k) = (20, 15);
+    let mut rng = Lcg(82);
+    let w = rng.fill(n * k);
+    let b = rng.fill(n * k);
+
+    // X = T⁻¹ B: B̄ = T⁻ᵀ W, T̄ = -B̄ Xᵀ on T's triangle.
+    for lower in [true, false] {
+        let t = masked(&random_triangular(n, lower, &mut rng), n, lower);
+        let solve = |t: &[f64], b: &[f64]| {
+            let mut x = vec![0.0; n * k];
+            triangular_solve(t, n, lower, b, k, &mut x);
+            weighted(&w, &x)
+        };
+        let mut x = vec![0.0; n * k];
+        triangular_solve(&t, n, lower, &b, k, &mut x);
+        let (mut bbar, mut tbar) = (vec![0.0; n * k], vec![0.0; n * n]);
+        triangular_solve_bbar(&t, n, lower, &w, k, &mut bbar);
+        triangular_solve_tbar(n, lower, &bbar, &x, k, &mut tbar);
+        let db = rng.fill(n * k);
+        close(weighted(&bbar, &db), directional(|b| solve(&t, b), &b, &db, 1e-6), "triangular B");
+        let dt = masked(&rng.fill(n * n), n, lower);
+        close(weighted(&tbar, &dt), directional(|t| solve(t, &b), &t, &dt, 1e-6), "triangular T");
+    }
+
+    // X = A⁻¹ B: B̄ = A⁻ᵀ W (faer's transposed solve), Ā = -B̄ Xᵀ.
+    let a = random_general(n, &mut rng);
+    let solve = |a: &[f64], b: &[f64]| {
+        let (mut lu, mut perm, mut x) = (vec![0.0; n * n], vec![0.0; n], vec![0.0; n * k]);
+        lu_factor(a, n, &mut lu, &mut perm).unwrap();
+        lu_solve(&lu, &perm, n, b, k, &mut x);
+        weighted(&w, &x)
+    };
+    let (mut lu, mut perm, mut x) = (vec![0.0; n * n], vec![0.0; n], vec![0.0; n * k]);
+    lu_factor(&a, n, &mut lu, &mut perm).unwrap();
+    lu_solve(&lu, &perm, n, &b, k, &mut x);
+    let (mut bbar, mut abar) = (vec![0.0; n * k], vec![0.0; n * n]);
+    assert!(library::lu_solve(&lu, &perm, n, &w, k, &mut bbar, true), "faer's path");
+    sub_outer(n, &bbar, &x, k, &mut abar);
+    let db = rng.fill(n * k);
+    close(weighted(&bbar, &db), directional(|b| solve(&a, b), &b, &db, 1e-6), "LU B");
+    let da = rng.fill(n * n);
+    close(weighted(&abar, &da), directional(|a| solve(a, &b), &a, &da, 1e-6), "LU A");
+}
