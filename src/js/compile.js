@@ -5,7 +5,8 @@ import { N } from './binding.js';
 import { checkInputs, evaluate, record } from './drivers.js';
 import { HAND_BUILT, planText, serialize } from './plans.js';
 import { Replay, batchPoints, eagerBatch, emptyBatch, pointError, settle, signature, signatureKey } from './replay.js';
-import { readOnce } from './forms.js';
+import { ReadMap, readOnce, readOnceLazily } from './forms.js';
+import { runMap } from './mapcall.js';
 import { INPUT, retire } from './tape.js';
 
 const MAX_PLANS = 8;
@@ -85,8 +86,13 @@ export function compile(f) {
   };
 
   const c = (x, inputs) => {
-    x = readOnce(x);
+    const read = readOnceLazily(x);
     inputs = readOnce(inputs);
+    if (read instanceof ReadMap && inputs === undefined && last !== null && !eager) {
+      const result = runMap(last.replay, read);
+      if (result !== undefined) return result;
+    }
+    x = read instanceof ReadMap ? read.object() : read;
     const entry = eager ? null : entryFor(x, inputs);
     if (entry === null) return evaluate(f, x, inputs, true, 'compile');
     return entry.replay.run(x, inputs, 'compile');

@@ -186,12 +186,34 @@ function readValueOnce(v) {
  * touches any shared buffer.
  */
 export function readOnce(x) {
+  const r = readOnceLazily(x);
+  return r instanceof ReadMap ? r.object() : r;
+}
+
+/** A {name: value} map as `readOnce` reads it, before its object is made: its own keys, and their values. */
+export class ReadMap {
+  constructor(keys, vals) {
+    this.keys = keys;
+    this.vals = vals;
+  }
+
+  /** The plain object `readOnce` returns. */
+  object() {
+    const out = {};
+    for (let i = 0; i < this.keys.length; i++) setOwn(out, this.keys[i], this.vals[i]);
+    return out;
+  }
+}
+
+/** `readOnce`, but a map comes back as a `ReadMap`: a caller with a faster use for it skips making the object. */
+export function readOnceLazily(x) {
   if (x === null || typeof x !== 'object' || Array.isArray(x) || x instanceof Float64Array) return x;
   const v = readValueOnce(x);
   if (v !== x) return v;
-  const out = {};
-  for (const k of Object.keys(x)) setOwn(out, k, readValueOnce(x[k]));
-  return out;
+  const keys = Object.keys(x);
+  const vals = new Array(keys.length);
+  for (let i = 0; i < keys.length; i++) vals[i] = readValueOnce(x[keys[i]]);
+  return new ReadMap(keys, vals);
 }
 
 export const isMapForm = (x) =>

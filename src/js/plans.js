@@ -3,7 +3,8 @@
 
 import { N } from './binding.js';
 import { checkInputs } from './drivers.js';
-import { readOnce } from './forms.js';
+import { ReadMap, readOnce, readOnceLazily } from './forms.js';
+import { runMap } from './mapcall.js';
 import { Replay, batchPoints, emptyBatch, pointError, settle, sigOfShape, signature, signatureKey } from './replay.js';
 
 export const HAND_BUILT =
@@ -163,8 +164,13 @@ export function compileFromJSON(json) {
     }
   };
   const r = (x, ins) => {
-    x = readOnce(x);
+    const read = readOnceLazily(x);
     ins = readOnce(ins);
+    if (read instanceof ReadMap && ins === undefined) {
+      const result = runMap(replay, read);
+      if (result !== undefined) return result;
+    }
+    x = read instanceof ReadMap ? read.object() : read;
     check(x, ins);
     return replay.run(x, ins, 'compileFromJSON');
   };

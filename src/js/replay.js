@@ -3,6 +3,7 @@
 // caller's forms. Shared by compile and compileFromJSON.
 
 import { N } from './binding.js';
+import { mapPoint, packMap } from './mapcall.js';
 import { hold, touch } from './budget.js';
 import { scalarRootError } from './drivers.js';
 import {
@@ -342,13 +343,19 @@ export class Replay {
     }
     const at = (i, e) => (label ? pointError(label, i, e) : e);
     let params;
+    let mapped = null; // points packMap wrote
     if (b.packed) {
       this.checkPacked(b, label);
       params = b.data; // read in place by a synchronous batch, copied at the call by an async one
     } else {
       params = new Float64Array(k * width);
+      mapped = new Uint8Array(k);
       for (let i = 0; i < k; i++) {
         const x = points[i];
+        if (packMap(this, x, params, i * width)) {
+          mapped[i] = 1;
+          continue;
+        }
         if (!this.fitsParams(x)) {
           try {
             this.checkForms(x);
@@ -364,33 +371,33 @@ export class Replay {
         }
       }
     }
-    return { params, inputs: this.packInputs(inputs) };
+    return { params, inputs: this.packInputs(inputs), mapped };
   }
 
   /** `batch`: every point on up to b.threads threads; results in the points' forms. */
   batch(points, b, inputs, label, where, misfit) {
-    const { params, inputs: ins } = this.packBatch(points, b, inputs, label, where, misfit);
+    const { params, inputs: ins, mapped } = this.packBatch(points, b, inputs, label, where, misfit);
     const k = b.k;
     const values = new Float64Array(k);
     const grads = new Float64Array(params.length);
     N.planBatch(this.pool(), params, ins, k, b.threads, label, values, grads);
     if (b.packed) return { values, gradients: { data: grads, shape: [k, b.n] } };
     const out = new Array(k);
-    for (let i = 0; i < k; i++) out[i] = this.unpackPoint(points[i], values, grads, i);
+    for (let i = 0; i < k; i++) out[i] = mapped[i] ? mapPoint(this, values, grads, i) : this.unpackPoint(points[i], values, grads, i);
     return out;
   }
 
   /** `batchAsync` (and `async`, one point with label ''): arguments copied at the call. */
   batchAsync(points, b, inputs, label, where, misfit) {
-    const { params, inputs: ins } = this.packBatch(points, b, inputs, label, where, misfit);
+    const { params, inputs: ins, mapped } = this.packBatch(points, b, inputs, label, where, misfit);
     const k = b.k;
-    const forms = b.packed ? null : Array.from({ length: k }, (_, i) => snapshot(points[i], this.map));
+    const forms = b.packed ? null : Array.from({ length: k }, (_, i) => (mapped[i] ? null : snapshot(points[i], this.map)));
     return N.planBatchAsync(this.pool(), params, ins, k, b.threads, label).then((out) => {
       if (b.packed) return { values: out.slice(0, k), gradients: { data: out.slice(k), shape: [k, b.n] } };
       const values = out.subarray(0, k);
       const grads = out.subarray(k);
       const results = new Array(k);
-      for (let i = 0; i < k; i++) results[i] = this.unpackPoint(forms[i], values, grads, i);
+      for (let i = 0; i < k; i++) results[i] = mapped[i] ? mapPoint(this, values, grads, i) : this.unpackPoint(forms[i], values, grads, i);
       return results;
     });
   }

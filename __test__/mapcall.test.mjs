@@ -1,0 +1,143 @@
+// The sampler's call, a {name: value} map of numbers and flat arrays with no
+// inputs, takes a shorter path through a compiled plan (src/js/mapcall.js).
+// Every call here is checked against valueAndGrad (Object.is on each number)
+// and against the general path the same plan takes for other forms.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as G from '../index.js';
+
+const { add, mul, sub, exp, square, sum, tanh } = G;
+
+/** A model with scalars and a vector: ~20 ops. */
+const model = (p) =>
+  sub(add(mul(-0.5, square(p.mu)), tanh(p.logTau)), mul(0.5, sum(square(sub(p.eta, mul(exp(p.logTau), p.mu))))));
+
+/** Object.is on every number of two { value, gradient } results, and the same key order. */
+function same(a, b) {
+  assert.ok(Object.is(a.value, b.value), `${a.value} vs ${b.value}`);
+  assert.deepEqual(Object.keys(a.gradient), Object.keys(b.gradient));
+  for (const k of Object.keys(b.gradient)) {
+    const [x, y] = [a.gradient[k], b.gradient[k]];
+    if (typeof y === 'number') assert.ok(Object.is(x, y), `${k}: ${x} vs ${y}`);
+    else {
+      assert.ok(Array.isArray(x) && x.length === y.length, k);
+      y.forEach((v, i) => assert.ok(Object.is(x[i], v), `${k}[${i}]`));
+    }
+  }
+}
+
+/** A gradient entry's numbers: a number, an array or a Float64Array. */
+const nums = (v) => (typeof v === 'number' ? [v] : Array.from(v));
+
+const point = (s) => ({ mu: 0.3 * s, logTau: -0.2 + 0.1 * s, eta: [0.5 * s, -1, 2 - s] });
+
+test('maps of numbers and arrays: bit-identical to valueAndGrad, over many points', () => {
+  const eager = G.valueAndGrad(model);
+  const compiled = G.compile(model);
+  const rebuilt = G.compileFromJSON((compiled(point(0)), compiled.toJSON()));
+  for (let s = 0; s < 50; s++) {
+    const want = eager(point(s));
+    same(compiled(point(s)), want);
+    same(rebuilt(point(s)), want);
+  }
+});
+
+test("the gradient's keys come in the caller's order, whatever the traced one", () => {
+  const compiled = G.compile(model);
+  compiled(point(1));
+  const p = point(2);
+  const reordered = { eta: p.eta, logTau: p.logTau, mu: p.mu };
+  const r = compiled(reordered);
+  assert.deepEqual(Object.keys(r.gradient), ['eta', 'logTau', 'mu']);
+  same(r, G.valueAndGrad(model)(reordered));
+  // And back in the traced order, from a fresh object each time.
+  assert.deepEqual(Object.keys(compiled(point(3)).gradient), ['mu', 'logTau', 'eta']);
+  assert.notEqual(compiled(point(3)).gradient, compiled(point(3)).gradient);
+});
+
+test('gradients are fresh objects and arrays the caller may keep and change', () => {
+  const compiled = G.compile(model);
+  const a = compiled(point(1));
+  const kept = structuredClone(a);
+  a.gradient.eta[0] = 99;
+  a.gradient.mu = 99;
+  same(compiled(point(1)), kept);
+});
+
+test('each parameter is read once, and other forms of the same shapes agree', () => {
+  const compiled = G.compile(model);
+  compiled(point(1));
+  const reads = { mu: 0, logTau: 0, eta: 0 };
+  const p = point(4);
+  const counted = {
+    get mu() { reads.mu++; return p.mu; },
+    get logTau() { reads.logTau++; return p.logTau; },
+    get eta() { reads.eta++; return p.eta; },
+  };
+  const want = G.valueAndGrad(model)(p);
+  same(compiled(counted), want);
+  assert.deepEqual(reads, { mu: 1, logTau: 1, eta: 1 });
+  // eta as a Float64Array or a tensor takes the general path: same numbers.
+  const typed = compiled({ ...p, eta: Float64Array.from(p.eta) });
+  assert.ok(Object.is(typed.value, want.value));
+  assert.deepEqual([...typed.gradient.eta], want.gradient.eta);
+});
+
+test('maps that do not fit take the general path and its errors', () => {
+  const compiled = G.compile(model);
+  compiled(point(1));
+  // Another shape: a second trace, then both signatures work.
+  const longer = { mu: 1, logTau: 0, eta: [1, 2, 3, 4] };
+  same(compiled(longer), G.valueAndGrad(model)(longer));
+  same(compiled(point(2)), G.valueAndGrad(model)(point(2)));
+  // A value that is not a number, a missing key, an extra key.
+  // The same error as a first call (a trace) gives.
+  const bad = { mu: 1, logTau: 0, eta: [1, 'x', 3] };
+  let first;
+  assert.throws(() => G.compile(model)(bad), (e) => (first = e.message) !== undefined);
+  assert.throws(() => compiled(bad), { message: first });
+  const rebuilt = G.compileFromJSON(compiled.toJSON());
+  assert.throws(() => rebuilt({ mu: 1, logTau: 0 }), /compileFromJSON: this plan was built for arguments shaped/);
+  assert.throws(() => rebuilt({ mu: 1, logTau: 0, eta: [1, 2, 3], extra: 1 }), /compileFromJSON: this plan was built for arguments shaped/);
+});
+
+test('a parameter named __proto__ stays an own key of the gradient', () => {
+  const f = (p) => add(square(p['__proto__']), p.b);
+  const p = JSON.parse('{"__proto__": 3, "b": 1}');
+  const compiled = G.compile(f);
+  compiled(p);
+  const r = compiled(p);
+  assert.deepEqual(Object.keys(r.gradient), ['__proto__', 'b']);
+  assert.equal(Object.getOwnPropertyDescriptor(r.gradient, '__proto__').value, 6);
+  assert.equal(Object.getPrototypeOf(r.gradient), Object.prototype);
+});
+
+test('batches of such maps: each result bit-identical to its single call, in its own key order', async () => {
+  const compiled = G.compile(model);
+  compiled(point(0));
+  const points = Array.from({ length: 40 }, (_, s) => {
+    const p = point(s);
+    // Every third point in another key order, every fifth with eta typed: the general path.
+    if (s % 3 === 1) return { eta: p.eta, mu: p.mu, logTau: p.logTau };
+    if (s % 5 === 2) return { ...p, eta: Float64Array.from(p.eta) };
+    return p;
+  });
+  const singles = points.map((p) => compiled(p));
+  const check = (results) => {
+    results.forEach((r, i) => {
+      assert.ok(Object.is(r.value, singles[i].value), `point ${i}`);
+      assert.deepEqual(Object.keys(r.gradient), Object.keys(points[i]));
+      for (const k of Object.keys(points[i])) {
+        const [got, want] = [nums(r.gradient[k]), nums(singles[i].gradient[k])];
+        assert.equal(got.length, want.length, `point ${i} ${k}`);
+        want.forEach((v, e) => assert.ok(Object.is(got[e], v), `point ${i} ${k}[${e}]`));
+      }
+    });
+  };
+  check(compiled.batch(points));
+  check(compiled.batch(points, undefined, { threads: 1 }));
+  check(await compiled.batchAsync(points));
+  const rebuilt = G.compileFromJSON(compiled.toJSON());
+  check(rebuilt.batch(points));
+});
