@@ -1,5 +1,5 @@
 //! Many points per call: one plan evaluated at `k` parameter points, spread
-//! over OS threads with `std::thread::scope`, each thread replaying its own
+//! over OS threads (`workers.rs`), each thread replaying its own
 //! replica of the plan (its own arena). Binding-neutral: the napi binding
 //! runs a batch on the calling thread (`batch`) or on the libuv pool
 //! (`async`, `batchAsync`); the WebAssembly one on its single thread.
@@ -326,13 +326,7 @@ pub fn run(
                     pool.give(p);
                 })
             };
-            std::thread::scope(|scope| {
-                for _ in 1..threads {
-                    // A thread that cannot be spawned leaves its blocks to the others.
-                    let _ = std::thread::Builder::new().spawn_scoped(scope, on_a_replica);
-                }
-                on_a_replica();
-            });
+            crate::workers::run_on(threads - 1, available().saturating_sub(1), &on_a_replica);
             let done = shared.done.load(Ordering::Relaxed) as u64;
             if let Some(per_point) = shared.busy_ns.load(Ordering::Relaxed).checked_div(done) {
                 pool.point_ns.store(per_point.max(1), Ordering::Relaxed);

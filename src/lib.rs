@@ -6,6 +6,7 @@
 mod api;
 pub mod batch;
 pub mod core;
+mod workers;
 #[cfg(feature = "node")]
 mod binding;
 #[cfg(target_arch = "wasm32")]
