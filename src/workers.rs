@@ -11,7 +11,8 @@
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
 const OFFERED: u8 = 0;
@@ -34,8 +35,15 @@ unsafe impl Sync for Offer {}
 struct Parked {
     offers: Mutex<VecDeque<Arc<Offer>>>,
     offered: Condvar,
+    /// Kept threads waiting on `offered` (not spinning, not working).
+    asleep: AtomicUsize,
     threads: Mutex<usize>,
 }
+
+/// How long a kept thread looks for the next offer before it sleeps: a
+/// sampler calls `batch` again within this, and a sleeping thread takes
+/// tens of microseconds to wake (and its waker as long to wake it).
+const SPIN: Duration = Duration::from_micros(200);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Nothing under these locks can panic half-way.
@@ -44,19 +52,30 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn parked() -> &'static Parked {
     static PARKED: OnceLock<Parked> = OnceLock::new();
-    PARKED.get_or_init(|| Parked { offers: Mutex::new(VecDeque::new()), offered: Condvar::new(), threads: Mutex::new(0) })
+    PARKED.get_or_init(|| Parked {
+        offers: Mutex::new(VecDeque::new()),
+        offered: Condvar::new(),
+        asleep: AtomicUsize::new(0),
+        threads: Mutex::new(0),
+    })
 }
 
 /// A kept thread's life: take offers, run the ones not withdrawn.
 fn serve(p: &'static Parked) {
     loop {
-        let offer = {
-            let mut q = lock(&p.offers);
-            loop {
-                match q.pop_front() {
-                    Some(o) => break o,
-                    None => q = p.offered.wait(q).unwrap_or_else(|e| e.into_inner()),
-                }
+        let offer = match spin_for_offer(p) {
+            Some(o) => o,
+            None => {
+                let mut q = lock(&p.offers);
+                p.asleep.fetch_add(1, Ordering::SeqCst);
+                let o = loop {
+                    match q.pop_front() {
+                        Some(o) => break o,
+                        None => q = p.offered.wait(q).unwrap_or_else(|e| e.into_inner()),
+                    }
+                };
+                p.asleep.fetch_sub(1, Ordering::SeqCst);
+                o
             }
         };
         if offer.state.compare_exchange(OFFERED, TAKEN, Ordering::AcqRel, Ordering::Acquire).is_ok() {
@@ -64,6 +83,24 @@ fn serve(p: &'static Parked) {
             let _ = catch_unwind(AssertUnwindSafe(|| unsafe { (*offer.f)() }));
             *lock(&offer.ended) = true;
             offer.ended_cv.notify_all();
+        }
+    }
+}
+
+/// An offer taken within `SPIN`, if one comes.
+fn spin_for_offer(p: &Parked) -> Option<Arc<Offer>> {
+    let start = Instant::now();
+    loop {
+        if let Ok(mut q) = p.offers.try_lock() {
+            if let Some(o) = q.pop_front() {
+                return Some(o);
+            }
+        }
+        if start.elapsed() >= SPIN {
+            return None;
+        }
+        for _ in 0..64 {
+            std::hint::spin_loop();
         }
     }
 }
@@ -103,7 +140,9 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
         let mut q = lock(&p.offers);
         q.extend(offers.iter().cloned());
     }
-    for _ in 0..kept {
+    // A thread that is spinning takes an offer unwoken. One that falls
+    // asleep just after this check leaves its offer to be withdrawn.
+    for _ in 0..kept.min(p.asleep.load(Ordering::SeqCst)) {
         p.offered.notify_one();
     }
     std::thread::scope(|scope| {
@@ -126,7 +165,6 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
 
     #[test]
     fn every_run_ends_before_run_on_returns() {
