@@ -18,9 +18,9 @@
 //! - `nalgebra-kernel`: nalgebra's call alone on data already in its
 //!   column-major layout (only the copy the call itself consumes), to
 //!   separate the conversion cost from the kernel.
-//! - `faer-1t` / `faer-2t`: faer's in-place routines on views of our
-//!   row-major slices (no layout copies; scratch allocated once),
-//!   `Par::Seq` and `Par::rayon(2)` (2-thread only at n >= 200).
+//! - `faer-1t` / `faer-2t`: the package's faer calls (`linalg::faer`: views
+//!   of our row-major slices, no layout copies), `Par::Seq` and
+//!   `Par::rayon(2)` (2-thread only at n >= 200).
 //!
 //! Before anything is timed, each contender's result is checked against ours:
 //! max |theirs - ours| / max |ours| <= 1e-10, and the difference is printed.
@@ -31,11 +31,7 @@ use criterion::measurement::WallTime;
 use std::time::Duration;
 use tangent_grad::core::linalg;
 
-use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
-use faer::linalg::matmul::triangular::{self as trimatmul, BlockStructure};
-use faer::linalg::triangular_solve as ftri;
-use faer::prelude::ReborrowMut;
-use faer::{Accum, MatMut, MatRef, Par};
+use faer::Par;
 use nalgebra::{DMatrix, DMatrixView, DVectorViewMut};
 
 const SIZES: [usize; 8] = [5, 12, 50, 100, 150, 200, 500, 1000];
@@ -132,10 +128,6 @@ fn pars(n: usize) -> Vec<(&'static str, Par)> {
     v
 }
 
-fn scratch(req: StackReq) -> MemBuffer {
-    MemBuffer::new(req)
-}
-
 // ---------------------------------------------------------------------------
 // Contenders: each writes its result where ours does, in our layout.
 // ---------------------------------------------------------------------------
@@ -171,21 +163,10 @@ fn na_cholesky(a: &[f64], n: usize, out: &mut [f64]) {
     }
 }
 
-fn faer_cholesky(a: &[f64], n: usize, out: &mut [f64], par: Par, mem: &mut MemBuffer) {
+/// The package's faer call (`linalg::faer`), after the same symmetry check.
+fn faer_cholesky(a: &[f64], n: usize, out: &mut [f64], par: Par) {
     assert!(symmetry_check(a, n));
-    out.copy_from_slice(a);
-    let m = MatMut::from_row_major_slice_mut(out, n, n);
-    faer::linalg::cholesky::llt::factor::cholesky_in_place(
-        m,
-        Default::default(),
-        par,
-        MemStack::new(mem),
-        Default::default(),
-    )
-    .unwrap();
-    for i in 0..n {
-        out[i * n + i + 1..i * n + n].fill(0.0);
-    }
+    assert!(linalg::faer::cholesky(a, n, out, par));
 }
 
 /// Murray (2016) in matrix form: Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹), Φ = lower
@@ -211,41 +192,9 @@ fn na_cholesky_adjoint(l: &DMatrix<f64>, lbar: &DMatrix<f64>, abar: &mut [f64]) 
     }
 }
 
-/// The same with faer on our row-major slices (L̄'s lower triangle read in
-/// place by a triangular matmul; `w` is n² scratch like ours).
+/// The same by the package's faer call (Murray's matrix form).
 fn faer_cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, w: &mut [f64], abar: &mut [f64], par: Par) {
-    let lm = MatRef::from_row_major_slice(l, n, n);
-    let lb = MatRef::from_row_major_slice(lbar, n, n);
-    {
-        let mut m = MatMut::from_row_major_slice_mut(w, n, n);
-        // Only Φ's lower triangle is needed: M = Lᵀ L̄ on the lower half.
-        trimatmul::matmul(
-            m.rb_mut(),
-            BlockStructure::TriangularLower,
-            Accum::Replace,
-            lm.transpose(),
-            BlockStructure::TriangularUpper,
-            lb,
-            BlockStructure::TriangularLower,
-            1.0,
-            par,
-        );
-    }
-    for i in 0..n {
-        w[i * n + i] *= 0.5;
-        w[i * n + i + 1..i * n + n].fill(0.0);
-    }
-    let mut m = MatMut::from_row_major_slice_mut(w, n, n);
-    ftri::solve_upper_triangular_in_place(lm.transpose(), m.rb_mut(), par);
-    ftri::solve_upper_triangular_in_place(lm.transpose(), m.rb_mut().transpose_mut(), par);
-    for i in 0..n {
-        abar[i * n + i] += w[i * n + i];
-        for j in 0..i {
-            let h = 0.5 * (w[i * n + j] + w[j * n + i]);
-            abar[i * n + j] += h;
-            abar[j * n + i] += h;
-        }
-    }
+    linalg::faer::cholesky_adjoint(l, lbar, n, w, abar, par)
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -323,46 +272,26 @@ fn na_tri_kernel(t_cm: &DMatrix<f64>, tri: Tri, b_cm: &DMatrix<f64>) -> DMatrix<
 
 fn faer_tri(d: &Data, tri: Tri, rhs: &[f64], k: usize, out: &mut [f64], par: Par) {
     let n = d.n;
-    out.copy_from_slice(rhs);
-    let x = MatMut::from_row_major_slice_mut(out, n, k);
     match tri {
-        Tri::Lower => ftri::solve_lower_triangular_in_place(MatRef::from_row_major_slice(&d.l, n, n), x, par),
-        Tri::Upper => ftri::solve_upper_triangular_in_place(MatRef::from_row_major_slice(&d.u, n, n), x, par),
-        Tri::LowerTrans => {
-            ftri::solve_upper_triangular_in_place(MatRef::from_row_major_slice(&d.l, n, n).transpose(), x, par)
-        }
+        Tri::Lower => linalg::faer::triangular_solve(&d.l, n, true, rhs, k, out, false, par),
+        Tri::Upper => linalg::faer::triangular_solve(&d.u, n, false, rhs, k, out, false, par),
+        Tri::LowerTrans => linalg::faer::triangular_solve(&d.l, n, true, rhs, k, out, true, par),
     }
 }
 
+/// faer's factors in the arena's packed layout, as the package keeps them.
 struct FaerLu {
     lu: Vec<f64>,
-    fwd: Vec<usize>,
-    bwd: Vec<usize>,
+    perm: Vec<f64>,
 }
 
-fn faer_lu_factor(a: &[f64], n: usize, f: &mut FaerLu, par: Par, mem: &mut MemBuffer) {
-    f.lu.copy_from_slice(a);
-    faer::linalg::lu::partial_pivoting::factor::lu_in_place(
-        MatMut::from_row_major_slice_mut(&mut f.lu, n, n),
-        &mut f.fwd,
-        &mut f.bwd,
-        par,
-        MemStack::new(mem),
-        Default::default(),
-    );
+fn faer_lu_factor(a: &[f64], n: usize, f: &mut FaerLu, par: Par) {
+    linalg::faer::lu_factor(a, n, &mut f.lu, &mut f.perm, par)
 }
 
-fn faer_lu_solve(f: &FaerLu, n: usize, rhs: &[f64], k: usize, out: &mut [f64], trans: bool, par: Par, mem: &mut MemBuffer) {
-    use faer::linalg::lu::partial_pivoting::solve;
-    out.copy_from_slice(rhs);
-    let lu = MatRef::from_row_major_slice(&f.lu, n, n);
-    let perm = faer::perm::PermRef::new_checked(&f.fwd, &f.bwd, n);
-    let x = MatMut::from_row_major_slice_mut(out, n, k);
-    if trans {
-        solve::solve_transpose_in_place(lu, lu, perm, x, par, MemStack::new(mem));
-    } else {
-        solve::solve_in_place(lu, lu, perm, x, par, MemStack::new(mem));
-    }
+#[allow(clippy::too_many_arguments)]
+fn faer_lu_solve(f: &FaerLu, n: usize, rhs: &[f64], k: usize, out: &mut [f64], trans: bool, par: Par) {
+    assert!(linalg::faer::lu_solve(&f.lu, &f.perm, n, rhs, k, out, trans, par));
 }
 
 /// nalgebra drop-in LU solve: the factorization lives in nalgebra's own
@@ -389,13 +318,6 @@ fn na_lu_solve(lu: &nalgebra::linalg::LU<f64, nalgebra::Dyn, nalgebra::Dyn>, n: 
 fn bench_size(c: &mut Criterion, n: usize) {
     let d = data(n);
     let nn = n * n;
-    let big_req = StackReq::any_of(&[
-        faer::linalg::cholesky::llt::factor::cholesky_in_place_scratch::<f64>(n, Par::rayon(2), Default::default()),
-        faer::linalg::lu::partial_pivoting::factor::lu_in_place_scratch::<usize, f64>(n, n, Par::rayon(2), Default::default()),
-        faer::linalg::lu::partial_pivoting::solve::solve_in_place_scratch::<usize, f64>(n, n, Par::rayon(2)),
-        faer::linalg::lu::partial_pivoting::solve::solve_transpose_in_place_scratch::<usize, f64>(n, n, Par::rayon(2)),
-    ]);
-    let mut mem = scratch(big_req);
     let mut out = vec![0.0; nn];
     let mut out2 = vec![0.0; nn];
 
@@ -406,7 +328,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
         let a_cm = DMatrix::from_column_slice(n, n, &d.a);
         let pars = pars(n);
         for &(_, par) in &pars {
-            faer_cholesky(&d.a, n, &mut out, par, &mut mem);
+            faer_cholesky(&d.a, n, &mut out, par);
             agree("cholesky faer", n, &out, &d.l);
         }
         let mut g = group(c, "cholesky", n);
@@ -418,7 +340,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
         });
         g.bench_function("symmetry-check", |bch| bch.iter(|| symmetry_check(black_box(&d.a), n)));
         for &(name, par) in &pars {
-            g.bench_function(name, |bch| bch.iter(|| faer_cholesky(black_box(&d.a), n, &mut out, par, &mut mem)));
+            g.bench_function(name, |bch| bch.iter(|| faer_cholesky(black_box(&d.a), n, &mut out, par)));
         }
         g.finish();
     }
@@ -511,13 +433,12 @@ fn bench_size(c: &mut Criterion, n: usize) {
         linalg::hand::lu_factor(&d.a, n, &mut lu, &mut perm).unwrap();
         let a_cm = DMatrix::from_row_slice(n, n, &d.a);
         let na_lu = nalgebra::linalg::LU::new(a_cm.clone());
-        let mut flu = FaerLu { lu: vec![0.0; nn], fwd: vec![0; n], bwd: vec![0; n] };
+        let mut flu = FaerLu { lu: vec![0.0; nn], perm: vec![0.0; n] };
         let pars = pars(n);
         for &(_, par) in &pars {
-            faer_lu_factor(&d.a, n, &mut flu, par, &mut mem);
+            faer_lu_factor(&d.a, n, &mut flu, par);
             agree("lu_factor faer (packed LU)", n, &flu.lu, &lu);
-            let fp: Vec<f64> = flu.fwd.iter().map(|&p| p as f64).collect();
-            assert_eq!(fp, perm, "lu_factor faer n={n}: permutation differs");
+            assert_eq!(flu.perm, perm, "lu_factor faer n={n}: permutation differs");
         }
         // nalgebra's packed factors are private; its factorization is checked
         // through its solves below (and L, U against ours here).
@@ -539,11 +460,11 @@ fn bench_size(c: &mut Criterion, n: usize) {
         });
         g.bench_function("nalgebra-kernel", |bch| bch.iter(|| nalgebra::linalg::LU::new(black_box(&a_cm).clone())));
         for &(name, par) in &pars {
-            g.bench_function(name, |bch| bch.iter(|| faer_lu_factor(black_box(&d.a), n, &mut flu, par, &mut mem)));
+            g.bench_function(name, |bch| bch.iter(|| faer_lu_factor(black_box(&d.a), n, &mut flu, par)));
         }
         g.finish();
 
-        faer_lu_factor(&d.a, n, &mut flu, Par::Seq, &mut mem);
+        faer_lu_factor(&d.a, n, &mut flu, Par::Seq);
         for trans in [false, true] {
             for (rhs, k, kind) in [(&d.b, 1usize, "vec"), (&d.bm, n, "mat")] {
                 let len = n * k;
@@ -562,7 +483,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
                     agree(&format!("{name} nalgebra"), n, &out2[..len], &ours);
                 }
                 for &(_, par) in &pars {
-                    faer_lu_solve(&flu, n, rhs, k, &mut out2[..len], trans, par, &mut mem);
+                    faer_lu_solve(&flu, n, rhs, k, &mut out2[..len], trans, par);
                     agree(&format!("{name} faer"), n, &out2[..len], &ours);
                 }
                 let mut g = group(c, &name, n);
@@ -583,7 +504,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
                 }
                 for &(pname, par) in &pars {
                     g.bench_function(pname, |bch| {
-                        bch.iter(|| faer_lu_solve(&flu, n, black_box(rhs), k, &mut out[..len], trans, par, &mut mem))
+                        bch.iter(|| faer_lu_solve(&flu, n, black_box(rhs), k, &mut out[..len], trans, par))
                     });
                 }
                 g.finish();

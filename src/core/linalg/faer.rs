@@ -1,7 +1,9 @@
 //! faer's kernels on views of our row-major slices, with no layout copies
-//! (native builds only; `library.rs` says when each one runs). Sequential:
-//! a batch already spreads points over the cores, and one partition of the
-//! work keeps a batch's results bit-identical to single calls.
+//! (native builds only; `library.rs` says when each one runs, always with
+//! `Par::Seq`: a batch already spreads points over the cores, and one
+//! partition of the work keeps a batch's results bit-identical to single
+//! calls). `benches/linalg.rs` times these same calls, sequential and on two
+//! threads.
 
 use ::faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use smallvec::SmallVec;
@@ -13,8 +15,6 @@ use ::faer::linalg::triangular_solve as tri;
 use ::faer::perm::PermRef;
 use ::faer::prelude::ReborrowMut;
 use ::faer::{Accum, MatMut, MatRef, Par};
-
-const PAR: Par = Par::Seq;
 
 /// Scratch kept per thread up to this size (larger requests allocate once
 /// per call): at n = 12 a fresh allocation cost 20–40% of a solve.
@@ -41,12 +41,12 @@ fn with_scratch<R>(req: StackReq, f: impl FnOnce(&mut MemStack) -> R) -> R {
 
 /// L with A = L Lᵀ into `l` (zeros above the diagonal), reading A's lower
 /// triangle; false when a pivot is not positive.
-pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
+pub fn cholesky(a: &[f64], n: usize, l: &mut [f64], par: Par) -> bool {
     let l = &mut l[..n * n];
     l.copy_from_slice(&a[..n * n]);
-    let req = llt::cholesky_in_place_scratch::<f64>(n, PAR, Default::default());
+    let req = llt::cholesky_in_place_scratch::<f64>(n, par, Default::default());
     let m = MatMut::from_row_major_slice_mut(l, n, n);
-    if with_scratch(req, |stack| llt::cholesky_in_place(m, Default::default(), PAR, stack, Default::default())).is_err() {
+    if with_scratch(req, |stack| llt::cholesky_in_place(m, Default::default(), par, stack, Default::default())).is_err() {
         return false;
     }
     for i in 0..n {
@@ -57,7 +57,7 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
 
 /// Murray (2016) in matrix form, ACCUMULATED into `abar`:
 /// Ā += sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹), Φ the lower triangle with its diagonal halved.
-pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) {
+pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], par: Par) {
     let w = &mut work[..n * n];
     let lm = MatRef::from_row_major_slice(&l[..n * n], n, n);
     let lb = MatRef::from_row_major_slice(&lbar[..n * n], n, n);
@@ -73,7 +73,7 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
             lb,
             BlockStructure::TriangularLower,
             1.0,
-            PAR,
+            par,
         );
     }
     for i in 0..n {
@@ -81,8 +81,8 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
         w[i * n + i + 1..i * n + n].fill(0.0);
     }
     let mut m = MatMut::from_row_major_slice_mut(w, n, n);
-    tri::solve_upper_triangular_in_place(lm.transpose(), m.rb_mut(), PAR); // S = L⁻ᵀ Φ
-    tri::solve_upper_triangular_in_place(lm.transpose(), m.rb_mut().transpose_mut(), PAR); // S L⁻¹
+    tri::solve_upper_triangular_in_place(lm.transpose(), m.rb_mut(), par); // S = L⁻ᵀ Φ
+    tri::solve_upper_triangular_in_place(lm.transpose(), m.rb_mut().transpose_mut(), par); // S L⁻¹
     for i in 0..n {
         abar[i * n + i] += w[i * n + i];
         for j in 0..i {
@@ -94,27 +94,28 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
 }
 
 /// X = T⁻¹ B, or T⁻ᵀ B when `transposed`; reads only T's own triangle.
-pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x: &mut [f64], transposed: bool) {
+#[allow(clippy::too_many_arguments)]
+pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x: &mut [f64], transposed: bool, par: Par) {
     let x = &mut x[..n * k];
     x.copy_from_slice(&b[..n * k]);
     let xm = MatMut::from_row_major_slice_mut(x, n, k);
     let tm = MatRef::from_row_major_slice(&t[..n * n], n, n);
     match (lower, transposed) {
-        (true, false) => tri::solve_lower_triangular_in_place(tm, xm, PAR),
-        (false, false) => tri::solve_upper_triangular_in_place(tm, xm, PAR),
-        (true, true) => tri::solve_upper_triangular_in_place(tm.transpose(), xm, PAR),
-        (false, true) => tri::solve_lower_triangular_in_place(tm.transpose(), xm, PAR),
+        (true, false) => tri::solve_lower_triangular_in_place(tm, xm, par),
+        (false, false) => tri::solve_upper_triangular_in_place(tm, xm, par),
+        (true, true) => tri::solve_upper_triangular_in_place(tm.transpose(), xm, par),
+        (false, true) => tri::solve_lower_triangular_in_place(tm.transpose(), xm, par),
     }
 }
 
 /// P A = L U packed as the hand-written `lu_factor` packs it.
-pub fn lu_factor(a: &[f64], n: usize, lu: &mut [f64], perm: &mut [f64]) {
+pub fn lu_factor(a: &[f64], n: usize, lu: &mut [f64], perm: &mut [f64], par: Par) {
     let lu = &mut lu[..n * n];
     lu.copy_from_slice(&a[..n * n]);
     let (mut fwd, mut bwd) = (vec![0usize; n], vec![0usize; n]);
-    let req = plu::lu_in_place_scratch::<usize, f64>(n, n, PAR, Default::default());
+    let req = plu::lu_in_place_scratch::<usize, f64>(n, n, par, Default::default());
     let m = MatMut::from_row_major_slice_mut(lu, n, n);
-    with_scratch(req, |stack| plu::lu_in_place(m, &mut fwd, &mut bwd, PAR, stack, Default::default()));
+    with_scratch(req, |stack| plu::lu_in_place(m, &mut fwd, &mut bwd, par, stack, Default::default()));
     for (p, &f) in perm[..n].iter_mut().zip(&fwd) {
         *p = f as f64;
     }
@@ -122,7 +123,8 @@ pub fn lu_factor(a: &[f64], n: usize, lu: &mut [f64], perm: &mut [f64]) {
 
 /// X = A⁻¹ B (or A⁻ᵀ B when `transposed`) from packed factors; false when
 /// `perm` is not a permutation of 0..n.
-pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut [f64], transposed: bool) -> bool {
+#[allow(clippy::too_many_arguments)]
+pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut [f64], transposed: bool, par: Par) -> bool {
     let mut fwd: SmallVec<[usize; 64]> = SmallVec::with_capacity(n);
     let mut bwd: SmallVec<[usize; 64]> = smallvec::smallvec![usize::MAX; n];
     for (i, &p) in perm[..n].iter().enumerate() {
@@ -138,11 +140,11 @@ pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut
     let p = PermRef::new_checked(&fwd, &bwd, n);
     let xm = MatMut::from_row_major_slice_mut(x, n, k);
     if transposed {
-        let req = plu_solve::solve_transpose_in_place_scratch::<usize, f64>(n, k, PAR);
-        with_scratch(req, |stack| plu_solve::solve_transpose_in_place(f, f, p, xm, PAR, stack));
+        let req = plu_solve::solve_transpose_in_place_scratch::<usize, f64>(n, k, par);
+        with_scratch(req, |stack| plu_solve::solve_transpose_in_place(f, f, p, xm, par, stack));
     } else {
-        let req = plu_solve::solve_in_place_scratch::<usize, f64>(n, k, PAR);
-        with_scratch(req, |stack| plu_solve::solve_in_place(f, f, p, xm, PAR, stack));
+        let req = plu_solve::solve_in_place_scratch::<usize, f64>(n, k, par);
+        with_scratch(req, |stack| plu_solve::solve_in_place(f, f, p, xm, par, stack));
     }
     true
 }

@@ -29,6 +29,10 @@ const MATRIX_SOLVE_FROM: usize = 12;
 /// Whether every entry is finite. (x · 0 is 0 for finite x and NaN
 /// otherwise; summed in 8 lanes this vectorizes, where an early exit would
 /// not: it costs a few percent of the solve it guards.)
+/// faer on the calling thread only (see `faer.rs`).
+#[cfg(not(target_arch = "wasm32"))]
+const SEQ: ::faer::Par = ::faer::Par::Seq;
+
 #[cfg(not(target_arch = "wasm32"))]
 fn finite(xs: &[f64]) -> bool {
     let mut acc = [0.0f64; 8];
@@ -67,7 +71,7 @@ fn finite_triangle(t: &[f64], n: usize, lower: bool) -> bool {
 pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= LARGE_FROM && finite(&a[..n * n]) && super::cholesky::asymmetry(a, n).is_none() {
-        return super::faer::cholesky(a, n, l);
+        return super::faer::cholesky(a, n, l, SEQ);
     }
     let _ = (a, n, l);
     false
@@ -76,7 +80,7 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= LARGE_FROM && finite_triangle(l, n, true) && finite_triangle(lbar, n, true) {
-        super::faer::cholesky_adjoint(l, lbar, n, work, abar);
+        super::faer::cholesky_adjoint(l, lbar, n, work, abar, SEQ);
         return true;
     }
     let _ = (l, lbar, n, work, abar);
@@ -90,7 +94,7 @@ pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x
     }
     #[cfg(not(target_arch = "wasm32"))]
     if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite_triangle(t, n, lower) && finite(&b[..n * k]) {
-        super::faer::triangular_solve(t, n, lower, b, k, x, transposed);
+        super::faer::triangular_solve(t, n, lower, b, k, x, transposed, SEQ);
         return true;
     }
     false
@@ -118,7 +122,7 @@ fn nalgebra_vector_solve(t: &[f64], n: usize, lower: bool, b: &[f64], x: &mut [f
 pub fn lu_factor(a: &[f64], n: usize, lu: &mut [f64], perm: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if let Some(amax) = (n >= LU_FROM).then(|| finite_max_abs(&a[..n * n])).flatten() {
-        super::faer::lu_factor(a, n, lu, perm);
+        super::faer::lu_factor(a, n, lu, perm, SEQ);
         let tol = n as f64 * f64::EPSILON * amax;
         return (0..n).all(|j| {
             let p = lu[j * n + j].abs();
@@ -137,7 +141,7 @@ pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut
         && finite(&lu[..n * n])
         && finite(&b[..n * k])
     {
-        return super::faer::lu_solve(lu, perm, n, b, k, x, transposed);
+        return super::faer::lu_solve(lu, perm, n, b, k, x, transposed, SEQ);
     }
     let _ = (lu, perm, n, b, k, x, transposed);
     false

@@ -13,7 +13,7 @@
 
 mod cholesky;
 #[cfg(not(target_arch = "wasm32"))]
-mod faer;
+pub mod faer;
 mod library;
 mod lu;
 mod triangular;
