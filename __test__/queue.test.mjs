@@ -251,3 +251,29 @@ test('workers that record on the queue exit, or are terminated mid-evaluation, c
   });
   await Promise.all(runs);
 });
+
+test('number constants are recorded once per value per evaluation, 0, -0 and NaN each time', () => {
+  const seen = {};
+  const f = (x) => {
+    const a = G.mul(x, -0);
+    const b = G.mul(x, 0);
+    const c = G.mul(x, 0.5);
+    const d = G.mul(0.5, x);
+    seen.a = a.data[0];
+    seen.b = b.data[0];
+    seen.shared = c.parents[1] === d.parents[0];
+    seen.half = c.parents[1].data[0];
+    seen.nan = G.add(x, NaN).data[0];
+    return G.add(G.add(c, d), G.add(a, b));
+  };
+  const r = G.valueAndGrad(f)(3);
+  assert.ok(Object.is(seen.a, -0) && Object.is(seen.b, 0), `${seen.a} ${seen.b}`);
+  assert.equal(seen.shared, true);
+  assert.equal(seen.half, 0.5);
+  assert.ok(Number.isNaN(seen.nan));
+  assert.deepEqual(r, { value: 3, gradient: 1 });
+  const compiled = G.compile(f);
+  compiled(3);
+  assert.deepEqual(compiled(3), r);
+  assert.deepEqual(G.compileFromJSON(compiled.toJSON())(3), r);
+});

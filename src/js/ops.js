@@ -4,8 +4,8 @@
 
 import { CODE, N } from './binding.js';
 import { eye, fmtShape } from './forms.js';
-import { queueNumber, queueOp } from './queue.js';
-import { CONST, lift, opVar, numberVar, tapeFor, tapeForAll } from './tape.js';
+import { queueOp } from './queue.js';
+import { lift, opVar, numberConst, numberVar, tapeFor, tapeForAll } from './tape.js';
 
 // The op codes are the core's, known only once a binding is installed, which
 // is after this module is evaluated: each wrapper looks its code up on its
@@ -64,8 +64,8 @@ function apply2(t, code, spec, queued, a, b) {
   if (typeof b === 'number' && typeof a !== 'number') {
     const x = lift(t, a);
     if (queued && x._shape !== null) {
-      const c = queueNumber(t, CONST, b);
-      return queuedVar(t, queueOp(t, code, x._id, c), [x, numberVar(t, c)], spec, x._shape);
+      const c = numberConst(t, b);
+      return queuedVar(t, queueOp(t, code, x._id, c._id), [x, c], spec, x._shape);
     }
     const id = N.tapeOp2Number(t.h, code, x._id, b, false);
     return opVar(t, id, [x, numberVar(t, id - 1)], spec);
@@ -73,8 +73,8 @@ function apply2(t, code, spec, queued, a, b) {
   if (typeof a === 'number' && typeof b !== 'number') {
     const y = lift(t, b);
     if (queued && y._shape !== null) {
-      const c = queueNumber(t, CONST, a);
-      return queuedVar(t, queueOp(t, code, c, y._id), [numberVar(t, c), y], spec, y._shape);
+      const c = numberConst(t, a);
+      return queuedVar(t, queueOp(t, code, c._id, y._id), [c, y], spec, y._shape);
     }
     const id = N.tapeOp2Number(t.h, code, y._id, a, true);
     return opVar(t, id, [numberVar(t, id - 1), y], spec);

@@ -43,6 +43,8 @@ class Tape {
     this.sweeping = false;
     /** Set once the core emptied it (N.tapeFinish), so retiring it needs no reset. */
     this.emptied = false;
+    /** Number constants recorded on it, by value (`numberConst`). */
+    this.constants = null;
     if (finalize) tapeFinalizer.register(this, id, this);
   }
 
@@ -213,6 +215,24 @@ export function numberLeafVar(t, kind, x) {
   return numberVar(t, queueNumber(t, kind, x));
 }
 
+/**
+ * The number constant x on tape t, recorded once per distinct value per
+ * tape and shared by every op that uses it (as the core would merge them).
+ * 0 and NaN are recorded each time: a Map would make -0 and 0 one key, and
+ * NaNs one value.
+ */
+export function numberConst(t, x) {
+  if (x === 0 || x !== x) return numberVar(t, queueNumber(t, CONST, x));
+  let seen = t.constants;
+  if (seen === null) seen = t.constants = new Map();
+  let v = seen.get(x);
+  if (v === undefined) {
+    v = numberVar(t, queueNumber(t, CONST, x));
+    seen.set(x, v);
+  }
+  return v;
+}
+
 /** The Var of a number constant already recorded as node `id`. */
 export function numberVar(t, id) {
   const v = new Var(BUILD, NO_PARENTS, null, null, null);
@@ -250,7 +270,7 @@ function sameContents(x, data) {
 /** `x` as a Var on tape `t`: a Var of another tape, or a plain value, becomes a constant. */
 export function lift(t, x, name = 'value') {
   if (x instanceof Var) return x._tape === t ? x : leafVar(t, CONST, x.value);
-  if (typeof x === 'number') return numberVar(t, queueNumber(t, CONST, x));
+  if (typeof x === 'number') return numberConst(t, x);
   if (!Array.isArray(x)) return leafVar(t, CONST, asTensor(x, name));
   const shape = shapeOf(x, name);
   const n = sizeOf(shape);
