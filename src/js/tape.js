@@ -43,8 +43,10 @@ class Tape {
     this.sweeping = false;
     /** Set once the core emptied it (N.tapeFinish), so retiring it needs no reset. */
     this.emptied = false;
-    /** Number constants recorded on it, by value (`numberConst`). */
-    this.constants = null;
+    /** Number constants recorded on it lately, their Vars, and where the next one goes (`numberConst`). */
+    this.constantValues = [];
+    this.constantVars = [];
+    this.nextConstant = 0;
     if (finalize) tapeFinalizer.register(this, id, this);
   }
 
@@ -215,20 +217,25 @@ export function numberLeafVar(t, kind, x) {
   return numberVar(t, queueNumber(t, kind, x));
 }
 
+/** How many number constants a tape remembers, the latest first out. */
+const KEPT_CONSTANTS = 8;
+
 /**
- * The number constant x on tape t, recorded once per distinct value per
- * tape and shared by every op that uses it (as the core would merge them).
- * 0 and NaN are recorded each time: a Map would make -0 and 0 one key, and
- * NaNs one value.
+ * The number constant x on tape t. The last few distinct values are
+ * remembered, and an op using one again shares its node and Var (as the
+ * core would merge them): a loop's constants are recorded once. 0 and NaN
+ * are recorded each time, as === would make -0 and 0 one (and no NaN one).
  */
 export function numberConst(t, x) {
-  if (x === 0 || x !== x) return numberVar(t, queueNumber(t, CONST, x));
-  let seen = t.constants;
-  if (seen === null) seen = t.constants = new Map();
-  let v = seen.get(x);
-  if (v === undefined) {
-    v = numberVar(t, queueNumber(t, CONST, x));
-    seen.set(x, v);
+  const nums = t.constantValues;
+  if (x !== 0) {
+    for (let i = 0; i < nums.length; i++) if (nums[i] === x) return t.constantVars[i];
+  }
+  const v = numberVar(t, queueNumber(t, CONST, x));
+  if (x !== 0 && x === x) {
+    const at = nums.length < KEPT_CONSTANTS ? nums.length : t.nextConstant++ % KEPT_CONSTANTS;
+    nums[at] = x;
+    t.constantVars[at] = v;
   }
   return v;
 }
