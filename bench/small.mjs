@@ -61,11 +61,18 @@ function chain(x) {
   return y;
 }
 
-/** A compiled chain of n ops, traced, for plan I/O. */
-function chainPlan(n) {
+/**
+ * A compiled chain of n ops, traced, for plan I/O. Its two constants are
+ * recorded once each (n + 3 nodes); with `distinct`, each op has its own
+ * constant (2n + 1 nodes), as every op did before constants were shared.
+ */
+function chainPlan(n, distinct) {
   const vg = G.compile((x) => {
     let y = x;
-    for (let i = 0; i < n; i++) y = i % 2 ? G.mul(y, 0.5) : G.add(y, 1);
+    for (let i = 0; i < n; i++) {
+      const e = distinct ? i * 2 ** -40 : 0;
+      y = i % 2 ? G.mul(y, 0.5 + e) : G.add(y, 1 + e);
+    }
     return y;
   });
   vg(0.25);
@@ -82,8 +89,10 @@ const workloads = [
   { name: 'chain200', what: 'chain of 200 scalar ops', f: chain, x: 0.3 },
 ];
 const io = [
-  { name: 'io1e4', n: 1e4, js: { toJSON: 15000, fromJSON: 31000 } },
-  { name: 'io1e5', n: 1e5, js: { toJSON: 200000, fromJSON: 670000 } },
+  { name: 'io1e4', n: 1e4, distinct: true, js: { toJSON: 15000, fromJSON: 31000 } },
+  { name: 'io1e5', n: 1e5, distinct: true, js: { toJSON: 200000, fromJSON: 670000 } },
+  { name: 'io1e4-shared', n: 1e4, distinct: false, js: { toJSON: 15000, fromJSON: 31000 } },
+  { name: 'io1e5-shared', n: 1e5, distinct: false, js: { toJSON: 200000, fromJSON: 670000 } },
 ];
 const pick = (w) => filters.length === 0 || filters.some((f) => w.name.includes(f));
 const opts = quick ? { batches: 3, batchMs: 2, warmupMs: 10 } : { batches: 15 };
@@ -100,7 +109,7 @@ function run() {
     rows[w.name] = { eager: measure(() => eager(w.x), opts).median, compiled: measure(() => compiled(w.x), opts).median };
   }
   for (const w of io.filter(pick)) {
-    const vg = chainPlan(w.n);
+    const vg = chainPlan(w.n, w.distinct);
     const plan = vg.toJSON();
     const text = JSON.stringify(plan);
     rows[w.name] = {
@@ -149,7 +158,7 @@ if (ioRows.length > 0) {
   for (const w of ioRows) {
     const n = rows[w.name];
     const x = wasm?.[w.name];
-    const exp = Math.log10(w.n);
+    const exp = `${Math.log10(w.n)}${w.distinct ? '' : ', two shared constants'}`;
     console.log(`| toJSON, n = 10^${exp} | ${w.js.toJSON} | ${ratio(w.js.toJSON, n.toJSON)} | ${x ? ratio(w.js.toJSON, x.toJSON) : '—'} |`);
     console.log(`| compileFromJSON(object), n = 10^${exp} | ${w.js.fromJSON} | ${ratio(w.js.fromJSON, n.fromJSON)} | ${x ? ratio(w.js.fromJSON, x.fromJSON) : '—'} |`);
     console.log(`| compileFromJSON(JSON.parse(text)), n = 10^${exp} | — | ${num(n.fromText)} | ${x ? num(x.fromText) : '—'} |`);
