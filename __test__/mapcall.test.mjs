@@ -141,3 +141,13 @@ test('batches of such maps: each result bit-identical to its single call, in its
   const rebuilt = G.compileFromJSON(compiled.toJSON());
   check(rebuilt.batch(points));
 });
+
+test('a batch point with an inherited enumerable key takes the general path', () => {
+  const compiled = G.compile(model);
+  compiled(point(0));
+  const proto = { extra: 1 };
+  const p = Object.assign(Object.create(proto), point(2));
+  // Its own keys are the plan's: the general path reads them as a single call does.
+  const [r] = compiled.batch([p]);
+  same(r, compiled(point(2)));
+});

@@ -82,13 +82,15 @@ export function runMap(replay, r) {
 export function packMap(replay, x, dst, base) {
   const tpl = templateOf(replay);
   if (tpl === null || x === null || typeof x !== 'object' || Array.isArray(x)) return false;
-  const keys = Object.keys(x);
   const own = replay.keys;
-  if (keys.length !== own.length) return false;
   const { shapes, offsets } = replay;
-  for (let j = 0; j < keys.length; j++) {
-    if (keys[j] !== own[j]) return false;
-    const v = x[keys[j]];
+  // for-in rather than Object.keys: V8 reads a point's fields by its enum
+  // cache, and the points of a batch share one. Own keys come first, in
+  // Object.keys order; an inherited enumerable one makes a key too many.
+  let j = 0;
+  for (const key in x) {
+    if (j === own.length || key !== own[j]) return false;
+    const v = x[key];
     const at = base + offsets[j];
     if (shapes[j].length === 0) {
       if (typeof v !== 'number') return false;
@@ -100,8 +102,9 @@ export function packMap(replay, x, dst, base) {
         dst[at + e] = v[e];
       }
     }
+    j++;
   }
-  return true;
+  return j === own.length;
 }
 
 /** Point i's result, for a point `packMap` wrote. */
