@@ -15,6 +15,8 @@
 //!   and transposing copies where it does not (matrix right-hand sides,
 //!   Cholesky's output, LU's input).
 //!   Cholesky's drop-ins also run our symmetry check (its error is pinned).
+//! - `nalgebra-packed` (LU): nalgebra's factorization unpacked into the
+//!   arena's packed layout, the drop-in `lu_factor` would need.
 //! - `nalgebra-kernel`: nalgebra's call alone on data already in its
 //!   column-major layout (only the copy the call itself consumes), to
 //!   separate the conversion cost from the kernel.
@@ -294,6 +296,20 @@ fn faer_lu_solve(f: &FaerLu, n: usize, rhs: &[f64], k: usize, out: &mut [f64], t
     assert!(linalg::faer::lu_solve(&f.lu, &f.perm, n, rhs, k, out, trans, par));
 }
 
+/// nalgebra's LU as a drop-in for `lu_factor`: factor a column-major copy,
+/// then unpack L, U and P into the arena's packed layout.
+fn na_lu_packed(a: &[f64], n: usize, lu: &mut [f64], perm: &mut [f64]) {
+    let (p, l, u) = nalgebra::linalg::LU::new(DMatrix::from_row_slice(n, n, a)).unpack();
+    for i in 0..n {
+        for j in 0..n {
+            lu[i * n + j] = if j < i { l[(i, j)] } else { u[(i, j)] };
+        }
+    }
+    let mut rows = nalgebra::DVector::from_fn(n, |i, _| i as f64);
+    p.permute_rows(&mut rows);
+    perm[..n].copy_from_slice(rows.as_slice());
+}
+
 /// nalgebra drop-in LU solve: the factorization lives in nalgebra's own
 /// object (it cannot be read back into our packed `lu`/`perm` without
 /// unpacking); a matrix right-hand side is transposed in and out.
@@ -440,17 +456,13 @@ fn bench_size(c: &mut Criterion, n: usize) {
             agree("lu_factor faer (packed LU)", n, &flu.lu, &lu);
             assert_eq!(flu.perm, perm, "lu_factor faer n={n}: permutation differs");
         }
-        // nalgebra's packed factors are private; its factorization is checked
-        // through its solves below (and L, U against ours here).
+        // nalgebra's packed factors are private: a drop-in unpacks them into
+        // the arena's layout (`nalgebra-packed`, timed below).
         {
-            let (_, l, u) = na_lu.clone().unpack();
-            let mut packed = vec![0.0; nn];
-            for i in 0..n {
-                for j in 0..n {
-                    packed[i * n + j] = if j < i { l[(i, j)] } else { u[(i, j)] };
-                }
-            }
+            let (mut packed, mut np) = (vec![0.0; nn], vec![0.0; n]);
+            na_lu_packed(&d.a, n, &mut packed, &mut np);
             agree("lu_factor nalgebra (unpacked LU)", n, &packed, &lu);
+            assert_eq!(np, perm, "lu_factor nalgebra n={n}: permutation differs");
         }
         let mut g = group(c, "lu_factor", n);
         g.bench_function("ours", |bch| bch.iter(|| linalg::hand::lu_factor(black_box(&d.a), n, &mut lu, &mut perm).unwrap()));
@@ -459,6 +471,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
             bch.iter(|| nalgebra::linalg::LU::new(DMatrix::from_row_slice(n, n, black_box(&d.a))))
         });
         g.bench_function("nalgebra-kernel", |bch| bch.iter(|| nalgebra::linalg::LU::new(black_box(&a_cm).clone())));
+        g.bench_function("nalgebra-packed", |bch| bch.iter(|| na_lu_packed(black_box(&d.a), n, &mut lu, &mut perm)));
         for &(name, par) in &pars {
             g.bench_function(name, |bch| bch.iter(|| faer_lu_factor(black_box(&d.a), n, &mut flu, par)));
         }

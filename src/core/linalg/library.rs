@@ -9,15 +9,18 @@
 //! - nalgebra: triangular solves with one right-hand side, at every n.
 //! - faer (native builds only: it would double the WebAssembly module):
 //!   solves with a matrix right-hand side, and LU's transposed solves (the
-//!   adjoint's), from n = 12; LU from n = 50; Cholesky, its adjoint and
-//!   LU's solve of one right-hand side from n = 150.
+//!   adjoint's), from n = 12; LU from n = 50; Cholesky's adjoint from
+//!   n = 100; Cholesky and LU's solve of one right-hand side from n = 150.
 //! - The hand-written kernels: everything smaller.
 
 use nalgebra::{DMatrixView, DVectorViewMut};
 
-/// faer's Cholesky, its adjoint and LU's vector solve from this order on.
+/// faer's Cholesky and LU's vector solve from this order on.
 #[cfg(not(target_arch = "wasm32"))]
 const LARGE_FROM: usize = 150;
+/// faer's Cholesky adjoint from this order on (1.05-1.07x ours at 100).
+#[cfg(not(target_arch = "wasm32"))]
+const ADJOINT_FROM: usize = 100;
 /// faer's LU factorization from this order on.
 #[cfg(not(target_arch = "wasm32"))]
 const LU_FROM: usize = 50;
@@ -79,7 +82,7 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
 
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
-    if n >= LARGE_FROM && finite_triangle(l, n, true) && finite_triangle(lbar, n, true) {
+    if n >= ADJOINT_FROM && finite_triangle(l, n, true) && finite_triangle(lbar, n, true) {
         super::faer::cholesky_adjoint(l, lbar, n, work, abar, SEQ);
         return true;
     }
