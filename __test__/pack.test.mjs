@@ -134,7 +134,7 @@ test('the tarball holds the loader, typings, binary, sources and install script,
   assert.ok(existsSync(tarball), tarball);
   for (const f of [
     'package.json', 'README.md', 'index.js', 'index.d.ts', 'binding.cjs', 'binding.d.ts', builtBinary(),
-    'npm/install.mjs', 'Cargo.toml', 'Cargo.lock', 'build.rs', 'src/lib.rs', 'benches/replay.rs', 'benches/linalg.rs',
+    'npm/install.mjs', 'Cargo.toml', 'Cargo.lock', 'build.rs', 'src/lib.rs', 'benches/replay.rs', 'benches/linalg.rs', 'benches/plan_read.rs',
     'src/js/browser.js', 'src/js/api.js', 'src/js/wasm.js', 'src/js/grad.wasm.js',
   ]) {
     assert.ok(packedFiles.includes(f), `${f} is not in the tarball: ${packedFiles.join(', ')}`);
