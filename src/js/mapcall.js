@@ -21,6 +21,22 @@ function template(replay) {
   return t;
 }
 
+/** Write v at dst[at...]: a number for shape [], an array of n numbers for [n]; false if it is not. */
+function put(v, shape, dst, at) {
+  if (shape.length === 0) {
+    if (typeof v !== 'number') return false;
+    dst[at] = v;
+    return true;
+  }
+  if (!Array.isArray(v) || v.length !== shape[0]) return false;
+  for (let e = 0; e < v.length; e++) {
+    const x = v[e];
+    if (typeof x !== 'number') return false;
+    dst[at + e] = x;
+  }
+  return true;
+}
+
 /** The plan's template, made at the first call. */
 function templateOf(replay) {
   if (replay.mapTemplate === undefined) {
@@ -48,19 +64,7 @@ export function runMap(replay, r) {
       if (j === undefined) return undefined;
     }
     // Own keys are distinct and as many as the plan's: each slot is written once.
-    const v = vals[i];
-    const at = offsets[j];
-    if (shapes[j].length === 0) {
-      if (typeof v !== 'number') return undefined;
-      flat[at] = v;
-    } else {
-      if (!Array.isArray(v) || v.length !== shapes[j][0]) return undefined;
-      for (let e = 0; e < v.length; e++) {
-        const x = v[e];
-        if (typeof x !== 'number') return undefined;
-        flat[at + e] = x;
-      }
-    }
+    if (!put(vals[i], shapes[j], flat, offsets[j])) return undefined;
     slots[i] = j;
   }
   const value = N.planRunBound(replay.native());
@@ -90,18 +94,7 @@ export function packMap(replay, x, dst, base) {
   let j = 0;
   for (const key in x) {
     if (j === own.length || key !== own[j]) return false;
-    const v = x[key];
-    const at = base + offsets[j];
-    if (shapes[j].length === 0) {
-      if (typeof v !== 'number') return false;
-      dst[at] = v;
-    } else {
-      if (!Array.isArray(v) || v.length !== shapes[j][0]) return false;
-      for (let e = 0; e < v.length; e++) {
-        if (typeof v[e] !== 'number') return false;
-        dst[at + e] = v[e];
-      }
-    }
+    if (!put(x[key], shapes[j], dst, base + offsets[j])) return false;
     j++;
   }
   return j === own.length;
