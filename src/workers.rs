@@ -140,8 +140,9 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
         let mut q = lock(&p.offers);
         q.extend(offers.iter().cloned());
     }
-    // A thread that is spinning takes an offer unwoken. One that falls
-    // asleep just after this check leaves its offer to be withdrawn.
+    // A thread that is spinning takes an offer unwoken. One that goes to
+    // sleep after this check looks at the queue first, under its lock, and
+    // finds the offer; an offer no thread takes in time is withdrawn below.
     for _ in 0..kept.min(p.asleep.load(Ordering::SeqCst)) {
         p.offered.notify_one();
     }

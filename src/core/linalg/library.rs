@@ -29,13 +29,13 @@ const LU_FROM: usize = 50;
 #[cfg(not(target_arch = "wasm32"))]
 const MATRIX_SOLVE_FROM: usize = 12;
 
-/// Whether every entry is finite. (x · 0 is 0 for finite x and NaN
-/// otherwise; summed in 8 lanes this vectorizes, where an early exit would
-/// not: it costs a few percent of the solve it guards.)
 /// faer on the calling thread only (see `faer.rs`).
 #[cfg(not(target_arch = "wasm32"))]
 const SEQ: ::faer::Par = ::faer::Par::Seq;
 
+/// Whether every entry is finite. (x · 0 is 0 for finite x and NaN
+/// otherwise; summed in 8 lanes this vectorizes, where an early exit would
+/// not: it costs a few percent of the solve it guards.)
 #[cfg(not(target_arch = "wasm32"))]
 fn finite(xs: &[f64]) -> bool {
     let mut acc = [0.0f64; 8];
