@@ -60,11 +60,11 @@ function consumerManifest(name) {
 }
 
 /** A consumer project with the tarball installed; returns its directory and npm's output. */
-function consumer(name, env) {
+function consumer(name, env, timeout) {
   const dir = join(work, name);
   mkdirSync(dir);
   writeFileSync(join(dir, 'package.json'), consumerManifest(name));
-  const r = npm(['install', tarball, '--no-audit', '--no-fund', '--foreground-scripts', '--offline'], dir, env);
+  const r = npm(['install', tarball, '--no-audit', '--no-fund', '--foreground-scripts', '--offline'], dir, env, timeout);
   assert.equal(r.status, 0, `npm install of the tarball failed:\n${r.stdout}\n${r.stderr}`);
   return { dir, log: r.stdout + r.stderr };
 }
@@ -210,7 +210,9 @@ test("this platform's package (npm/<platform>) carries the binary, and the loade
   checkConsumer(proj);
 });
 
-test('without a usable prebuilt binary, the install script builds from source with cargo', { timeout: 300_000 }, () => {
+// A cold release build (fat LTO, faer) takes 2–3 minutes on a 2-core
+// machine, more on a busy one: this test allows ten.
+test('without a usable prebuilt binary, the install script builds from source with cargo', { timeout: 660_000 }, () => {
   // A separate target directory under target/, kept between runs so that a
   // second run recompiles only this crate. npm extracts every file with the
   // same old mtime, so cargo would take a previous run's build of this crate
@@ -223,7 +225,7 @@ test('without a usable prebuilt binary, the install script builds from source wi
     }
   }
   const env = cleanEnv({ TANGENT_GRAD_BUILD_FROM_SOURCE: '1', CARGO_TARGET_DIR: targetDir });
-  const { dir, log } = consumer('from-source', env);
+  const { dir, log } = consumer('from-source', env, 600_000);
   assert.match(log, /building the native addon from source/);
   assert.match(log, /built .*grad\..+\.node/);
   checkConsumer(dir);

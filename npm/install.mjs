@@ -114,8 +114,8 @@ if (!forced && bindingLoads().ok) process.exit(0);
 
 say(
   forced
-    ? `TANGENT_GRAD_BUILD_FROM_SOURCE is set: building the native addon from source for ${name} (about a minute)`
-    : `no prebuilt binary for ${name} loads here: building the native addon from source with cargo (about a minute)`,
+    ? `TANGENT_GRAD_BUILD_FROM_SOURCE is set: building the native addon from source for ${name} (two to four minutes)`
+    : `no prebuilt binary for ${name} loads here: building the native addon from source with cargo (two to four minutes)`,
 );
 
 const cargo = process.env.CARGO ?? 'cargo';
