@@ -162,13 +162,15 @@ impl Graph {
         Ok(&self.values[self.node(id)?.range()])
     }
 
-    fn append(&mut self, op: Op, parents: Parents, shape: Shape, aux_len: usize) -> Result<u32> {
+    /// The node is built in its place at the end of `nodes`: taking
+    /// `Parents` by value copied it through the stack, and the copy stalled.
+    fn append(&mut self, op: Op, parents: &[u32], shape: Shape, aux_len: usize) -> Result<u32> {
         if self.nodes.len() >= u32::MAX as usize {
             return fail!("graph is full");
         }
         let val = grow(&mut self.values, shape.size())?;
         let aux = grow(&mut self.aux, aux_len).inspect_err(|_| self.values.truncate(val))?;
-        self.nodes.push(Node { op, parents, shape, val, aux, aux_len });
+        self.nodes.push(Node { op, parents: Parents::from_slice(parents), shape, val, aux, aux_len });
         Ok((self.nodes.len() - 1) as u32)
     }
 
@@ -179,7 +181,10 @@ impl Graph {
         if !data.is_empty() && data.len() != shape.size() {
             return fail!("data length {} does not match shape {}", data.len(), shape);
         }
-        let id = self.append(op, Parents::new(), shape, 0)?;
+        if shape == Shape::Scalar {
+            return self.push_scalar(op, &[], data.first().copied().unwrap_or(0.0));
+        }
+        let id = self.append(op, &[], shape, 0)?;
         if !data.is_empty() {
             let r = self.nodes[id as usize].range();
             self.values[r].copy_from_slice(data);
@@ -196,7 +201,7 @@ impl Graph {
         if data.len() != shape.size() {
             return fail!("data length {} does not match shape {}", data.len(), shape);
         }
-        let id = self.append(Op::External, parents.into(), shape, 0)?;
+        let id = self.append(Op::External, parents, shape, 0)?;
         let r = self.nodes[id as usize].range();
         self.values[r].copy_from_slice(data);
         Ok(id)
@@ -217,11 +222,12 @@ impl Graph {
             return fail!("{}: result of {} elements is too large", op.name(), m as u128 * n as u128);
         }
         let mergeable = !self.no_merging && !batched(op);
-        let key = (op, Parents::from_slice(parents));
-        if let Some(&id) = self.merged.get(&key).filter(|_| mergeable) {
-            return Ok(id);
+        if mergeable {
+            if let Some(&id) = self.merged.get(&(op, Parents::from_slice(parents))) {
+                return Ok(id);
+            }
         }
-        let id = self.append(op, key.1.clone(), shape, op.aux_len(&shapes))?;
+        let id = self.append(op, parents, shape, op.aux_len(&shapes))?;
         if evaluate {
             if let Err(e) = eval(&self.nodes, id as usize, &mut self.values, &mut self.aux) {
                 let node = self.nodes.pop().expect("just pushed");
@@ -231,7 +237,7 @@ impl Graph {
             }
         }
         if mergeable {
-            self.merged.insert(key, id);
+            self.merged.insert((op, Parents::from_slice(parents)), id);
         }
         Ok(id)
     }
@@ -245,10 +251,22 @@ impl Graph {
             return fail!("{} has no scalar formula", op.name());
         };
         let value = scalar::value(f, k, self.values[self.nodes[a].val], self.values[self.nodes[b].val]);
-        let id = self.append(op, Parents::from_slice(parents), Shape::Scalar, 0)?;
-        let at = self.nodes[id as usize].val;
-        self.values[at] = value;
-        Ok(id)
+        self.push_scalar(op, parents, value)
+    }
+
+    /// `append` for a scalar node holding `value`. Most nodes of a small
+    /// model: written in place, where `append`'s general path copied each
+    /// node through the stack and stalled on it.
+    fn push_scalar(&mut self, op: Op, parents: &[u32], value: f64) -> Result<u32> {
+        let id = self.nodes.len();
+        if id >= u32::MAX as usize || self.nodes.try_reserve(1).is_err() || self.values.try_reserve(1).is_err() {
+            return fail!("graph is full");
+        }
+        let val = self.values.len();
+        self.values.push(value);
+        let aux = self.aux.len();
+        self.nodes.push(Node { op, parents: Parents::from_slice(parents), shape: Shape::Scalar, val, aux, aux_len: 0 });
+        Ok(id as u32)
     }
 
     /// Replace a node by a constant holding its current value (constant folding).
@@ -299,7 +317,13 @@ pub fn post_order_into(nodes: &[Node], root: u32, walk: &mut Walk, order: &mut V
             let p = parents[parents.len() - 1 - visited];
             if !seen[p as usize] {
                 seen[p as usize] = true;
-                stack.push((p, 0));
+                // A leaf is finished as soon as it is found (the order is
+                // the same as pushing it): a third of a small model's nodes.
+                if nodes[p as usize].parents.is_empty() {
+                    order.push(p);
+                } else {
+                    stack.push((p, 0));
+                }
             }
         } else {
             order.push(id);

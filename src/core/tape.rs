@@ -59,7 +59,10 @@ impl Tape {
         }
         for &id in &self.order {
             if self.needs[id as usize] {
-                self.adj[nodes[id as usize].range()].fill(0.0);
+                match nodes[id as usize].range() {
+                    r if r.len() == 1 => self.adj[r.start] = 0.0, // most nodes of a small model: no memset call
+                    r => self.adj[r].fill(0.0),
+                }
             }
         }
         let r = nodes[root as usize].range();

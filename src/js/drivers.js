@@ -3,7 +3,7 @@
 // (valueAndGrad, grad, jacobian).
 
 import { N } from './binding.js';
-import { fmtShape, formOf, isMapForm, readOnce, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
+import { ReadMap, fmtShape, formOf, isMapForm, readOnce, readOnceLazily, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
 import { finish, finished } from './queue.js';
 import {
   CONST,
@@ -28,6 +28,7 @@ import {
  * { map, keys, values, label } with `keys` null for a single parameter.
  */
 function slotsOf(x, label) {
+  if (x instanceof ReadMap) return { map: true, keys: x.keys, values: x.vals, label };
   if (isMapForm(x)) {
     const keys = Object.keys(x);
     return { map: true, keys, values: keys.map((k) => x[k]), label };
@@ -73,9 +74,9 @@ export function scalarRootError(where, shape) {
 
 /** Run the objective on a fresh tape: { t, params, inputs, root }. */
 export function record(f, x, inputs, where, inputKind, kept = false) {
-  x = readOnce(x);
+  // A map's keys and values as read, without making the object readOnce would.
+  const params = slotsOf(readOnceLazily(x), 'parameter');
   inputs = readOnce(inputs);
-  const params = slotsOf(x, 'parameter');
   let ins = null;
   if (inputs !== undefined) {
     checkInputs(inputs, where);
