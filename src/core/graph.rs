@@ -101,6 +101,17 @@ fn grow(arena: &mut Vec<f64>, len: usize) -> Result<usize> {
     Ok(at)
 }
 
+/// `parents` as a node holds them. One or two (most nodes) are copied by
+/// hand: `from_slice`'s copy of a length known only at run time was a call
+/// to memmove per node.
+fn parents_of(parents: &[u32]) -> Parents {
+    match *parents {
+        [a] => Parents::from_buf_and_len([a, 0], 1),
+        [a, b] => Parents::from_buf([a, b]),
+        _ => Parents::from_slice(parents),
+    }
+}
+
 /// The parents of `node` as a kernel reads them, from the lower part of an
 /// arena (parents always sit before their children).
 fn inputs<'a>(nodes: &'a [Node], node: &'a Node, values: &'a [f64]) -> Inputs<'a, Node> {
@@ -170,7 +181,7 @@ impl Graph {
         }
         let val = grow(&mut self.values, shape.size())?;
         let aux = grow(&mut self.aux, aux_len).inspect_err(|_| self.values.truncate(val))?;
-        self.nodes.push(Node { op, parents: Parents::from_slice(parents), shape, val, aux, aux_len });
+        self.nodes.push(Node { op, parents: parents_of(parents), shape, val, aux, aux_len });
         Ok((self.nodes.len() - 1) as u32)
     }
 
@@ -223,7 +234,7 @@ impl Graph {
         }
         let mergeable = !self.no_merging && !batched(op);
         if mergeable {
-            if let Some(&id) = self.merged.get(&(op, Parents::from_slice(parents))) {
+            if let Some(&id) = self.merged.get(&(op, parents_of(parents))) {
                 return Ok(id);
             }
         }
@@ -237,7 +248,7 @@ impl Graph {
             }
         }
         if mergeable {
-            self.merged.insert((op, Parents::from_slice(parents)), id);
+            self.merged.insert((op, parents_of(parents)), id);
         }
         Ok(id)
     }
@@ -265,7 +276,7 @@ impl Graph {
         let val = self.values.len();
         self.values.push(value);
         let aux = self.aux.len();
-        self.nodes.push(Node { op, parents: Parents::from_slice(parents), shape: Shape::Scalar, val, aux, aux_len: 0 });
+        self.nodes.push(Node { op, parents: parents_of(parents), shape: Shape::Scalar, val, aux, aux_len: 0 });
         Ok(id as u32)
     }
 
@@ -293,8 +304,11 @@ pub fn post_order(nodes: &[Node], root: u32) -> Vec<u32> {
 /// nodes allocates nothing (on small models the allocation showed).
 #[derive(Default)]
 pub struct Walk {
-    /// All false between walks, grown to the graph's size as needed.
-    seen: Vec<bool>,
+    /// The walk that last saw each node, grown to the graph's size as
+    /// needed: a node is seen by this walk when it holds `walk`, so nothing
+    /// has to be cleared between walks.
+    seen: Vec<u32>,
+    walk: u32,
     /// Empty between walks.
     stack: Vec<(u32, usize)>,
 }
@@ -302,36 +316,49 @@ pub struct Walk {
 /// `post_order` into `order`, with `walk` as scratch, so that a sweep over
 /// a few nodes of a large tape costs what it visits, not the tape's size.
 pub fn post_order_into(nodes: &[Node], root: u32, walk: &mut Walk, order: &mut Vec<u32>) {
-    let Walk { seen, stack } = walk;
+    post_order_with(nodes, root, walk, order, |_| {})
+}
+
+/// `post_order_into`, calling `finished` on each node as it joins `order`
+/// (its parents have joined before it), so that a sweep can do its marking
+/// in the same pass.
+pub fn post_order_with(nodes: &[Node], root: u32, walk: &mut Walk, order: &mut Vec<u32>, mut finished: impl FnMut(u32)) {
+    let Walk { seen, walk, stack } = walk;
     if seen.len() < nodes.len() {
-        seen.resize(nodes.len(), false);
+        seen.resize(nodes.len(), 0);
     }
+    *walk = walk.wrapping_add(1);
+    if *walk == 0 {
+        // After 2^32 walks the marks repeat: start them afresh.
+        seen.fill(0);
+        *walk = 1;
+    }
+    let now = *walk;
     order.clear();
     stack.push((root, 0));
-    seen[root as usize] = true;
+    seen[root as usize] = now;
     while let Some(top) = stack.last_mut() {
         let (id, visited) = *top;
         let parents = &nodes[id as usize].parents;
         if visited < parents.len() {
             top.1 += 1;
             let p = parents[parents.len() - 1 - visited];
-            if !seen[p as usize] {
-                seen[p as usize] = true;
+            if seen[p as usize] != now {
+                seen[p as usize] = now;
                 // A leaf is finished as soon as it is found (the order is
                 // the same as pushing it): a third of a small model's nodes.
                 if nodes[p as usize].parents.is_empty() {
                     order.push(p);
+                    finished(p);
                 } else {
                     stack.push((p, 0));
                 }
             }
         } else {
             order.push(id);
+            finished(id);
             stack.pop();
         }
-    }
-    for &id in order.iter() {
-        seen[id as usize] = false;
     }
 }
 
@@ -345,5 +372,41 @@ pub fn mark_needs(nodes: &[Node], order: &[u32], is_source: impl Fn(&Node) -> bo
     for &id in order {
         let node = &nodes[id as usize];
         needs[id as usize] = is_source(node) || node.parents.iter().any(|&p| needs[p as usize]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// x, c; a = x·c; b = a + x; r = a·b: shared parents, so a walk that
+    /// forgot what it had seen would list a node twice.
+    fn diamond() -> (Graph, u32) {
+        let mut g = Graph::default();
+        let x = g.leaf(Op::Leaf, Shape::Scalar, &[2.0]).unwrap();
+        let c = g.leaf(Op::Const, Shape::Scalar, &[3.0]).unwrap();
+        let a = g.op(Op::Mul, &[x, c], true).unwrap();
+        let b = g.op(Op::Add, &[a, x], true).unwrap();
+        let r = g.op(Op::Mul, &[a, b], true).unwrap();
+        (g, r)
+    }
+
+    #[test]
+    fn walks_agree_across_the_wrap_of_their_marks() {
+        let (g, r) = diamond();
+        let first = post_order(&g.nodes, r);
+        // Parents from the last to the first: r visits b, b visits x (0)
+        // and then a, a visits c (1) and finds x seen; then a, b, r.
+        assert_eq!(first, vec![0, 1, 2, 3, 4]);
+        let mut walk = Walk { walk: u32::MAX - 1, ..Walk::default() };
+        let mut order = Vec::new();
+        for _ in 0..4 {
+            post_order_into(&g.nodes, r, &mut walk, &mut order);
+            assert_eq!(order, first);
+            // A walk from a sees only what reaches it: c, x, a.
+            post_order_into(&g.nodes, 2, &mut walk, &mut order);
+            assert_eq!(order, vec![1, 0, 2]);
+        }
+        assert!(walk.walk < 10, "the marks wrapped and restarted");
     }
 }

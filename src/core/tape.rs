@@ -4,7 +4,7 @@
 
 use super::error::Result;
 use super::kernels::matrix::axpy;
-use super::graph::{mark_needs, post_order_into, propagate, Graph, Walk};
+use super::graph::{post_order_with, propagate, Graph, Walk};
 use super::op::Op;
 use crate::fail;
 
@@ -49,22 +49,29 @@ impl Tape {
         for &id in &self.order {
             self.needs[id as usize] = false;
         }
-        post_order_into(nodes, root, &mut self.walk, &mut self.order);
-        mark_needs(nodes, &self.order, |n| n.op == Op::Leaf, &mut self.needs);
-        self.needs[root as usize] = true;
-        // Only adjoints that will be read are cleared: the arena also holds
-        // the (often large) constants, which carry none.
+        if self.needs.len() < nodes.len() {
+            self.needs.resize(nodes.len(), false);
+        }
         if self.adj.len() < self.graph.values.len() {
             self.adj.resize(self.graph.values.len(), 0.0);
         }
-        for &id in &self.order {
-            if self.needs[id as usize] {
-                match nodes[id as usize].range() {
-                    r if r.len() == 1 => self.adj[r.start] = 0.0, // most nodes of a small model: no memset call
-                    r => self.adj[r].fill(0.0),
+        // One pass marks what carries an adjoint (a parameter, or anything
+        // computed from one) and clears those adjoints, and only those: the
+        // arena also holds the (often large) constants, which carry none.
+        let (needs, adj) = (&mut self.needs, &mut self.adj);
+        post_order_with(nodes, root, &mut self.walk, &mut self.order, |id| {
+            let node = &nodes[id as usize];
+            let need = node.op == Op::Leaf || node.parents.iter().any(|&p| needs[p as usize]);
+            needs[id as usize] = need;
+            if need {
+                match node.range() {
+                    r if r.len() == 1 => adj[r.start] = 0.0, // most nodes of a small model: no memset call
+                    r => adj[r].fill(0.0),
                 }
             }
-        }
+        });
+        // The root always does; its adjoint is the seed, written whole below.
+        self.needs[root as usize] = true;
         let r = nodes[root as usize].range();
         match seed {
             Some(s) => self.adj[r].copy_from_slice(s),
