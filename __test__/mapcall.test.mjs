@@ -78,10 +78,22 @@ test('each parameter is read once, and other forms of the same shapes agree', ()
   const want = G.valueAndGrad(model)(p);
   same(compiled(counted), want);
   assert.deepEqual(reads, { mu: 1, logTau: 1, eta: 1 });
-  // eta as a Float64Array or a tensor takes the general path: same numbers.
+  // eta as a Float64Array takes this path too, as a tensor the general
+  // one: the same numbers, and each gradient in its parameter's form.
   const typed = compiled({ ...p, eta: Float64Array.from(p.eta) });
-  assert.ok(Object.is(typed.value, want.value));
-  assert.deepEqual([...typed.gradient.eta], want.gradient.eta);
+  same(typed, want);
+  const tensor = compiled({ ...p, eta: G.tensor(Float64Array.from(p.eta), [3]) });
+  assert.ok(Object.is(tensor.value, want.value));
+  assert.deepEqual([...tensor.gradient.eta.data], want.gradient.eta);
+});
+
+test('a Float64Array of another length takes the general path: a second trace', () => {
+  const compiled = G.compile(model);
+  compiled(point(1));
+  const rebuilt = G.compileFromJSON(compiled.toJSON());
+  const longer = { mu: 1, logTau: 0, eta: Float64Array.of(1, 2, 3, 4) };
+  same(compiled(longer), G.valueAndGrad(model)({ ...longer, eta: [1, 2, 3, 4] }));
+  assert.throws(() => rebuilt(longer), /compileFromJSON: this plan was built for arguments shaped/);
 });
 
 test('maps that do not fit take the general path and its errors', () => {
@@ -118,7 +130,7 @@ test('batches of such maps: each result bit-identical to its single call, in its
   compiled(point(0));
   const points = Array.from({ length: 40 }, (_, s) => {
     const p = point(s);
-    // Every third point in another key order, every fifth with eta typed: the general path.
+    // Every third point in another key order (the general path), every fifth with eta typed.
     if (s % 3 === 1) return { eta: p.eta, mu: p.mu, logTau: p.logTau };
     if (s % 5 === 2) return { ...p, eta: Float64Array.from(p.eta) };
     return p;

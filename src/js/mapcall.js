@@ -1,5 +1,5 @@
 // A compiled call with a {name: value} map of numbers and flat arrays of
-// numbers, and no inputs: a sampler's call. Its values go straight into
+// numbers (plain or Float64Array), and no inputs: a sampler's call. Its values go straight into
 // the plan's bound buffer, and its gradient is a copy of a template object
 // filled in place, without the per-slot bookkeeping of the general path
 // (`Replay.run`), which any other call takes. Same plan, same results.
@@ -21,11 +21,16 @@ function template(replay) {
   return t;
 }
 
-/** Write v at dst[at...]: a number for shape [], an array of n numbers for [n]; false if it is not. */
+/** Write v at dst[at...]: a number for shape [], n numbers (an array or a Float64Array) for [n]; false if it is not. */
 function put(v, shape, dst, at) {
   if (shape.length === 0) {
     if (typeof v !== 'number') return false;
     dst[at] = v;
+    return true;
+  }
+  if (v instanceof Float64Array) {
+    if (v.length !== shape[0]) return false;
+    dst.set(v, at);
     return true;
   }
   if (!Array.isArray(v) || v.length !== shape[0]) return false;
