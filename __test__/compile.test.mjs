@@ -970,3 +970,33 @@ describe('valueAndGradFns and splitValueAndGrad', () => {
     assert.equal(h.calls, 3);
   });
 });
+
+// Typed arrays of up to 1 024 values are copied into the plan's buffer,
+// longer ones read in place (src/js/replay.js): the same numbers either way,
+// each gradient fresh, and an array changed between calls read anew.
+test('typed parameters and inputs on both sides of the copy threshold', () => {
+  const f = (p, d) => G.sum(G.mul(G.square(G.sub(p.w, d.y)), p.s));
+  for (const n of [3, 1024, 1025, 3000]) {
+    const w = Float64Array.from({ length: n }, (_, i) => Math.sin(i));
+    const y = Float64Array.from({ length: n }, (_, i) => Math.cos(3 * i));
+    const want = G.valueAndGrad(f)({ w: Array.from(w), s: 0.5 }, { y: Array.from(y) });
+    const c = G.compile(f);
+    for (const form of ['typed', 'tensor']) {
+      const p = { w: form === 'typed' ? w : G.tensor(w, [n]), s: 0.5 };
+      const first = c(p, { y: G.tensor(y, [n]) });
+      const second = c(p, { y: G.tensor(y, [n]) });
+      for (const r of [first, second]) {
+        assert.ok(Object.is(r.value, want.value), `n = ${n}, ${form}`);
+        const g = form === 'typed' ? r.gradient.w : r.gradient.w.data;
+        assert.equal(g.length, n);
+        want.gradient.w.forEach((v, i) => assert.ok(Object.is(g[i], v), `n = ${n}, ${form}, [${i}]`));
+      }
+      assert.ok(form === 'typed' ? Array.isArray(first.gradient.w) : first.gradient.w.data instanceof Float64Array);
+      assert.notEqual(form === 'typed' ? first.gradient.w : first.gradient.w.data, form === 'typed' ? second.gradient.w : second.gradient.w.data);
+    }
+    // Changed in place between calls: the next call reads the new values.
+    y[0] += 1;
+    const moved = G.valueAndGrad(f)({ w: Array.from(w), s: 0.5 }, { y: Array.from(y) });
+    assert.ok(Object.is(c({ w, s: 0.5 }, { y }).value, moved.value), `n = ${n}, changed`);
+  }
+});

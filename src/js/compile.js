@@ -4,7 +4,8 @@
 import { N } from './binding.js';
 import { checkInputs, evaluate, record } from './drivers.js';
 import { HAND_BUILT, planText, serialize } from './plans.js';
-import { Replay, batchPoints, eagerBatch, emptyBatch, pointError, settle, signature, signatureKey } from './replay.js';
+import { batchPoints, eagerBatch, emptyBatch, pointError, settle } from './batching.js';
+import { Replay, signature, signatureKey } from './replay.js';
 import { ReadMap, readOnce, readOnceLazily } from './forms.js';
 import { runMap } from './mapcall.js';
 import { INPUT, retire } from './tape.js';

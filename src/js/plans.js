@@ -5,7 +5,8 @@ import { N } from './binding.js';
 import { checkInputs } from './drivers.js';
 import { ReadMap, readOnce, readOnceLazily } from './forms.js';
 import { runMap } from './mapcall.js';
-import { Replay, batchPoints, emptyBatch, pointError, settle, sigOfShape, signature, signatureKey } from './replay.js';
+import { batchPoints, emptyBatch, pointError, settle } from './batching.js';
+import { Replay, sigOfShape, signature, signatureKey } from './replay.js';
 
 export const HAND_BUILT =
   "toJSON: this objective holds a node built outside this package's ops, which cannot be replayed or serialized.";

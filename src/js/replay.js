@@ -3,6 +3,7 @@
 // caller's forms. Shared by compile and compileFromJSON.
 
 import { N } from './binding.js';
+import { MAX_VALUES, pointError } from './batching.js';
 import { mapPoint, packMap } from './mapcall.js';
 import { hold, touch } from './budget.js';
 import { scalarRootError } from './drivers.js';
@@ -21,6 +22,12 @@ import {
 } from './forms.js';
 
 const NO_VALUES = new Float64Array(0);
+/**
+ * Typed arrays up to this many values are copied into the bound flat
+ * buffer; longer ones cross by reference. Handing a typed array to the core
+ * costs about half a microsecond a call, copying 1 024 values about as much.
+ */
+const COPIED_UP_TO = 1024;
 
 /** A shape's part of a signature: `s`, `v<n>` or `<m>x<n>`. */
 export function sigOfShape(s) {
@@ -152,6 +159,11 @@ export class Replay {
     const data = v instanceof Float64Array ? v : isTensor(v) ? v.data : null;
     if (data !== null) {
       if (data.length !== sizeOf(shape)) throw new Error(`data length ${data.length} does not match shape ${fmtShape(shape)}`);
+      if (data.length <= COPIED_UP_TO) {
+        this.flat.set(data, this.offsets[i]);
+        this.layout[i] = this.offsets[i];
+        return;
+      }
       views.push(data);
       this.layout[i] = -views.length;
       return;
@@ -185,7 +197,7 @@ export class Replay {
       const value = N.planRunBound(this.native());
       return { value, gradient: this.gradFlat[0] };
     }
-    if (this.single && inputs === undefined && Array.isArray(x)) {
+    if (this.single && inputs === undefined && (Array.isArray(x) || (x instanceof Float64Array && x.length <= COPIED_UP_TO))) {
       this.feed(0, x, 'parameter', null);
       const value = N.planRunBound(this.native());
       return { value, gradient: shapeGradient(formOf(x), this.shapes[0], this.gradFlat, 0) };
@@ -199,7 +211,7 @@ export class Replay {
     const gradLayout = this.gradLayout;
     let flatGradients = false;
     for (let i = 0; i < np; i++) {
-      if (isTensor(values[i])) {
+      if (isTensor(values[i]) && sizeOf(this.shapes[i]) > COPIED_UP_TO) {
         gradViews.push(new Float64Array(sizeOf(this.shapes[i])));
         gradLayout[i] = -gradViews.length;
       } else {
@@ -401,107 +413,6 @@ export class Replay {
       return results;
     });
   }
-}
-
-// ---------------------------------------------------------------- many points per call
-
-/** The most points one batch takes, and the most values its parameters may hold (as src/batch.rs). */
-export const MAX_POINTS = 2 ** 24;
-export const MAX_VALUES = 2 ** 28;
-export const MAX_THREADS = 256;
-
-const show = (v) =>
-  typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : v === null || typeof v !== 'object' ? String(v) : typeof v;
-
-/** `options.threads` checked: 0 for the default (the machine's available parallelism). */
-function threadsOption(options, label) {
-  if (options === undefined || options === null) return 0;
-  if (typeof options !== 'object') throw new Error(`${label}: options must be an object, got ${typeof options}`);
-  const t = options.threads;
-  if (t === undefined) return 0;
-  if (typeof t !== 'number' || !Number.isInteger(t) || t < 1) {
-    throw new Error(`${label}: options.threads must be a positive integer, got ${typeof t === 'symbol' ? 'a symbol' : show(t)}`);
-  }
-  if (t > MAX_THREADS) throw new Error(`${label}: options.threads is ${t}, more than the ${MAX_THREADS} a batch may use`);
-  return t;
-}
-
-/**
- * A batch's points, read once: an array of points (`packed` false), or a
- * `[k, n]` tensor (`packed` true, with `data` and `n`). `sample` is point 0
- * (for a tensor, its first row as a `[n]` tensor), null when k = 0.
- */
-export function batchPoints(points, options, label) {
-  const threads = threadsOption(options, label);
-  if (Array.isArray(points)) {
-    const k = points.length;
-    if (k > MAX_POINTS) throw new Error(`${label}: ${k} points are more than the ${MAX_POINTS} a batch takes`);
-    return { packed: false, k, threads, sample: k > 0 ? points[0] : null };
-  }
-  if (isTensor(points)) {
-    const data = points.data;
-    const shape = points.shape;
-    const [k, n] = shape;
-    if (shape.length !== 2 || !Number.isInteger(k) || k < 0 || !Number.isInteger(n) || n < 1) {
-      throw new Error(`${label}: a tensor of points must be shaped [k, n] (k points of a [n] vector), got ${fmtShape(shape)}`);
-    }
-    if (k > MAX_POINTS) throw new Error(`${label}: ${k} points are more than the ${MAX_POINTS} a batch takes`);
-    if (data.length !== k * n) throw new Error(`${label}: data length ${data.length} does not match shape [${k}×${n}]`);
-    return { packed: true, k, n, data, threads, sample: k > 0 ? { data: data.subarray(0, n), shape: [n] } : null };
-  }
-  throw new Error(
-    `${label}: points must be an array of parameter values, or a [k, n] tensor for a plan with one vector parameter; got ${
-      points === null ? 'null' : typeof points
-    }`,
-  );
-}
-
-/** Point i's error: `label: point i: message`. */
-export function pointError(label, i, e) {
-  return new Error(`${label}: point ${i}: ${e?.message ?? String(e)}`);
-}
-
-/** A Promise of fn(): a synchronous throw becomes a rejection. */
-export function settle(fn) {
-  try {
-    return Promise.resolve(fn());
-  } catch (e) {
-    return Promise.reject(e);
-  }
-}
-
-/**
- * A batch through `c` one point at a time: compile's fallback for an
- * objective holding hand-built nodes, which no plan can replay.
- */
-export function eagerBatch(c, points, b, inputs, label) {
-  const one = (x, i) => {
-    try {
-      return c(x, inputs);
-    } catch (e) {
-      throw pointError(label, i, e);
-    }
-  };
-  const k = b.k;
-  if (!b.packed) {
-    const out = new Array(k);
-    for (let i = 0; i < k; i++) out[i] = one(points[i], i);
-    return out;
-  }
-  const n = b.n;
-  const values = new Float64Array(k);
-  const grads = new Float64Array(k * n);
-  for (let i = 0; i < k; i++) {
-    const r = one({ data: b.data.slice(i * n, (i + 1) * n), shape: [n] }, i);
-    values[i] = r.value;
-    grads.set(r.gradient.data, i * n);
-  }
-  return { values, gradients: { data: grads, shape: [k, n] } };
-}
-
-/** The result of a batch of no points, in its form. */
-export function emptyBatch(b) {
-  return b.packed ? { values: new Float64Array(0), gradients: { data: new Float64Array(0), shape: [0, b.n] } } : [];
 }
 
 /** A value's form only, for unpacking results after the caller may have changed its arguments. */
