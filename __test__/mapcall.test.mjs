@@ -5,6 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import * as G from '../index.js';
 
 const { add, mul, sub, exp, square, sum, tanh } = G;
@@ -162,4 +163,50 @@ test('a batch point with an inherited enumerable key takes the general path', ()
   // Its own keys are the plan's: the general path reads them as a single call does.
   const [r] = compiled.batch([p]);
   same(r, compiled(point(2)));
+});
+
+/** A sum of squares over whatever keys the point has: one scalar parameter per key. */
+const sumOfSquares = (p) => Object.keys(p).reduce((acc, k, i) => add(acc, mul(i + 1, square(p[k]))), 0);
+
+test('keys of any spelling come back as the same own keys, with the same numbers', () => {
+  const odd = ['a"b', 'back\\slash', 'new\nline', '\u2028', '0', '17', 'constructor', 'toString', '', 'é🙂', 'x y'];
+  const p = Object.fromEntries(odd.map((k, i) => [k, 0.25 * i - 1]));
+  const compiled = G.compile(sumOfSquares);
+  compiled(p);
+  const r = compiled(p);
+  same(r, G.valueAndGrad(sumOfSquares)(p));
+  assert.deepEqual(Object.keys(r.gradient), Object.keys(p));
+  assert.equal(Object.getPrototypeOf(r.gradient), Object.prototype);
+  same(compiled.batch([p, p])[1], r);
+});
+
+test('past 256 parameters, and where code cannot be generated, the same results', () => {
+  const many = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`p${i}`, Math.sin(i)]));
+  const compiled = G.compile(sumOfSquares);
+  compiled(many);
+  same(compiled(many), G.valueAndGrad(sumOfSquares)(many));
+  same(compiled.batch([many])[0], G.valueAndGrad(sumOfSquares)(many));
+  // A process that refuses new Function (as a page's Content Security Policy may).
+  const script = `
+    import * as G from ${JSON.stringify(new URL('../index.js', import.meta.url).href)};
+    assert: {
+      let refused = false;
+      try { new Function('return 1'); } catch { refused = true; }
+      if (!refused) throw new Error('code generation was allowed');
+    }
+    const f = (p) => G.add(G.mul(2, G.square(p.a)), G.mul(p.a, p.b), G.sum(G.square(p.v)));
+    const p = { a: 0.5, b: -1.5, v: [1, 2, 3] };
+    const c = G.compile(f);
+    c(p);
+    console.log(JSON.stringify([c(p), G.valueAndGrad(f)(p), c.batch([p])[0]]));
+  `;
+  const out = spawnSync(process.execPath, ['--disallow-code-generation-from-strings', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    env: process.env,
+  });
+  assert.equal(out.status, 0, out.stderr);
+  const [compiledResult, eagerResult, batchResult] = JSON.parse(out.stdout);
+  assert.deepEqual(compiledResult, eagerResult);
+  assert.deepEqual(batchResult, eagerResult);
+  assert.deepEqual(Object.keys(compiledResult.gradient), ['a', 'b', 'v']);
 });

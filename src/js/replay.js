@@ -114,6 +114,8 @@ export class Replay {
     /** One parameter not in a map, and no inputs. */
     this.single = !map && shapes.length === 1 && inputShapes.length === 0;
     this.slot = new Map((keys ?? []).map((k, i) => [k, i]));
+    /** The sampler's path's state (src/js/mapcall.js), made at its first call; null where it does not apply. */
+    this.mapcall = undefined;
     this.paramNames = map ? keys.map((k) => `parameter "${k}"`) : ['parameter'];
     this.inputNames = inputKeys.map((k) => `input "${k}"`);
   }
