@@ -13,7 +13,7 @@ export interface Tensor {
   shape: number[];
 }
 
-/** A vector as a plain array or a Float64Array (read in place, not copied). */
+/** A vector as a plain array or a Float64Array (in compiled calls, one of more than 1 024 values is read in place, not copied). */
 export type VectorLike = ReadonlyArray<number> | Float64Array;
 
 /** A matrix as an array of rows; rows may be plain arrays or Float64Arrays. */

@@ -234,3 +234,23 @@ test("pow's message stays short and never fails to print its exponent", () => {
   assert.throws(() => G.pow(2, Symbol('s')), { message: 'pow: exponent must be a finite number; got Symbol(s)' });
   assert.throws(() => G.pow(2, [3]), { message: 'pow: exponent must be a finite number; got 3' });
 });
+
+// A short typed array is copied into the plan's buffer (src/js/replay.js):
+// its real length is what counts, whatever a subclass's getter says.
+test('a Float64Array whose length getter lies is refused, never half-copied', () => {
+  class Lying extends Float64Array {
+    get length() {
+      return 3;
+    }
+  }
+  const f = (p) => G.add(G.sum(G.square(p.a)), G.mul(100, p.b));
+  const c = G.compile(f);
+  c({ a: [1, 2, 3], b: 1 });
+  for (const x of [{ b: 1, a: new Lying([1, 2, 3, 50]) }, { a: new Lying([1, 2, 3, 50]), b: 1 }]) {
+    assert.throws(() => c(x), /data length 4 does not match shape \[3\]/);
+  }
+  assert.equal(c({ b: 1, a: Float64Array.of(1, 2, 3) }).value, 114);
+  const single = G.compile((a) => G.sum(G.square(a)));
+  single([1, 2, 3]);
+  assert.throws(() => single(new Lying([1, 2, 3, 50])), /data length 4 does not match shape \[3\]/);
+});

@@ -409,4 +409,15 @@ mod tests {
         }
         assert!(walk.walk < 10, "the marks wrapped and restarted");
     }
+
+    #[test]
+    fn a_walk_numbered_zero_after_the_wrap_sees_nothing_stale() {
+        let (g, _) = diamond();
+        // Marks never written hold 0: the walk after u32::MAX must not be
+        // numbered 0, or every node would look seen already.
+        let mut walk = Walk { walk: u32::MAX, ..Walk::default() };
+        let mut order = Vec::new();
+        post_order_into(&g.nodes, 2, &mut walk, &mut order);
+        assert_eq!(order, vec![1, 0, 2]);
+    }
 }

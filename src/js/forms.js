@@ -22,6 +22,20 @@ export function isTensor(x) {
   return x !== null && typeof x === 'object' && x.data instanceof Float64Array && Array.isArray(x.shape);
 }
 
+/**
+ * A typed array's own length, which a subclass's `length` getter cannot
+ * misstate: what `set` copies and what the core would read. -1 for what
+ * only looks like one (a Proxy around it).
+ */
+const TYPED_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Float64Array.prototype), 'length').get;
+export function typedLength(a) {
+  try {
+    return TYPED_LENGTH.call(a);
+  } catch {
+    return -1;
+  }
+}
+
 /** The most values one tensor holds: the core's cap. */
 export const MAX_VALUES = 2 ** 28;
 

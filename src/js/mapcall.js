@@ -5,6 +5,7 @@
 // (`Replay.run`), which any other call takes. Same plan, same results.
 
 import { N } from './binding.js';
+import { typedLength } from './forms.js';
 
 /** The most parameters for which the gradient's maker is compiled (see `maker`). */
 const COMPILED_UP_TO = 256;
@@ -75,7 +76,7 @@ function put(v, shape, dst, at) {
     return true;
   }
   if (v instanceof Float64Array) {
-    if (v.length !== shape[0]) return false;
+    if (typedLength(v) !== shape[0]) return false;
     dst.set(v, at);
     return true;
   }

@@ -19,6 +19,7 @@ import {
   shapeOf,
   sizeOf,
   toNested,
+  typedLength,
 } from './forms.js';
 
 const NO_VALUES = new Float64Array(0);
@@ -160,8 +161,10 @@ export class Replay {
     const shape = i < this.shapes.length ? this.shapes[i] : this.inputShapes[i - this.shapes.length];
     const data = v instanceof Float64Array ? v : isTensor(v) ? v.data : null;
     if (data !== null) {
-      if (data.length !== sizeOf(shape)) throw new Error(`data length ${data.length} does not match shape ${fmtShape(shape)}`);
-      if (data.length <= COPIED_UP_TO) {
+      // A Proxy's length (n = -1) is left for the core to check.
+      const n = typedLength(data);
+      if (n >= 0 && n !== sizeOf(shape)) throw new Error(`data length ${n} does not match shape ${fmtShape(shape)}`);
+      if (n >= 0 && n <= COPIED_UP_TO) {
         this.flat.set(data, this.offsets[i]);
         this.layout[i] = this.offsets[i];
         return;
@@ -192,14 +195,14 @@ export class Replay {
       this.feedAll(x, inputs); // its errors first, as before
       throw scalarRootError(where, this.rootShape);
     }
-    // The sampler's case: one parameter, a number or plain arrays, no
-    // inputs; no view lists, no per-slot bookkeeping.
+    // The sampler's case: one parameter, a number, plain arrays or a short
+    // Float64Array, no inputs; no view lists, no per-slot bookkeeping.
     if (this.single && inputs === undefined && typeof x === 'number') {
       this.flat[0] = x;
       const value = N.planRunBound(this.native());
       return { value, gradient: this.gradFlat[0] };
     }
-    if (this.single && inputs === undefined && (Array.isArray(x) || (x instanceof Float64Array && x.length <= COPIED_UP_TO))) {
+    if (this.single && inputs === undefined && (Array.isArray(x) || (x instanceof Float64Array && typedLength(x) >= 0 && typedLength(x) <= COPIED_UP_TO))) {
       this.feed(0, x, 'parameter', null);
       const value = N.planRunBound(this.native());
       return { value, gradient: shapeGradient(formOf(x), this.shapes[0], this.gradFlat, 0) };
@@ -207,8 +210,9 @@ export class Replay {
     const views = this.feedAll(x, inputs);
     const np = this.shapes.length;
     const values = this.map ? this.keys.map((k) => x[k]) : [x];
-    // Tensor-form parameters get their gradient written by Rust straight
-    // into a fresh Float64Array; every other form goes through gradFlat.
+    // Tensor-form parameters of more than COPIED_UP_TO values get their
+    // gradient written by Rust straight into a fresh Float64Array; every
+    // other goes through gradFlat, copied out in its form.
     const gradViews = [];
     const gradLayout = this.gradLayout;
     let flatGradients = false;
