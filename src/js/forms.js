@@ -234,7 +234,7 @@ export const isMapForm = (x) =>
   x !== null && typeof x === 'object' && !Array.isArray(x) && !(x instanceof Float64Array) && !isTensor(x);
 
 /** Entries [from, to) of a typed array as a plain array. */
-function plainArray(src, from, to) {
+export function plainArray(src, from, to) {
   const out = new Array(to - from);
   for (let i = from; i < to; i++) out[i - from] = src[i];
   return out;

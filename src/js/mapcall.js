@@ -5,17 +5,10 @@
 // (`Replay.run`), which any other call takes. Same plan, same results.
 
 import { N } from './binding.js';
-import { typedLength } from './forms.js';
+import { plainArray, typedLength } from './forms.js';
 
 /** The most parameters for which the gradient's maker is compiled (see `maker`). */
 const COMPILED_UP_TO = 256;
-
-/** A[at...at + n] as a plain array. */
-function plain(src, at, n) {
-  const out = new Array(n);
-  for (let e = 0; e < n; e++) out[e] = src[at + e];
-  return out;
-}
 
 /**
  * A function (grads, base) → the gradient object, its keys in the traced
@@ -28,11 +21,11 @@ function plain(src, at, n) {
  * here (see `stateOf`), so the literal's keys are exactly the plan's.
  */
 function maker(keys, shapes, offsets) {
-  const field = (j) => (shapes[j].length === 0 ? `g[b + ${offsets[j]}]` : `plain(g, b + ${offsets[j]}, ${shapes[j][0]})`);
+  const field = (j) => (shapes[j].length === 0 ? `g[b + ${offsets[j]}]` : `plainArray(g, b + ${offsets[j]}, b + ${offsets[j] + shapes[j][0]})`);
   if (keys.length <= COMPILED_UP_TO) {
     const body = `return (g, b) => ({ ${keys.map((k, j) => `${JSON.stringify(k)}: ${field(j)}`).join(', ')} });`;
     try {
-      return new Function('plain', body)(plain);
+      return new Function('plainArray', body)(plainArray);
     } catch {
       // No code generation here: the template below.
     }
@@ -43,7 +36,7 @@ function maker(keys, shapes, offsets) {
     const out = { ...template };
     for (let j = 0; j < keys.length; j++) {
       const at = b + offsets[j];
-      out[keys[j]] = shapes[j].length === 0 ? g[at] : plain(g, at, shapes[j][0]);
+      out[keys[j]] = shapes[j].length === 0 ? g[at] : plainArray(g, at, at + shapes[j][0]);
     }
     return out;
   };
@@ -117,7 +110,7 @@ export function runMap(replay, r) {
   const gradient = {};
   for (let i = 0; i < n; i++) {
     const j = slots[i];
-    gradient[keys[i]] = shapes[j].length === 0 ? grads[offsets[j]] : plain(grads, offsets[j], shapes[j][0]);
+    gradient[keys[i]] = shapes[j].length === 0 ? grads[offsets[j]] : plainArray(grads, offsets[j], offsets[j] + shapes[j][0]);
   }
   return { value, gradient };
 }
