@@ -15,7 +15,7 @@
 //! points, so each is bit-identical to a single call.
 
 use crate::core::error::Error;
-use crate::core::plan::Plan;
+use crate::core::plan::{Plan, LANES};
 use crate::core::shape::Shape;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -207,10 +207,23 @@ fn work(p: &mut Plan, s: &Shared) {
         }
         at += n;
     }
+    // A plan of scalar steps only cannot fail at a point: its points go
+    // through in groups of LANES.
+    let mut lanes = if s.width > 0 { p.lanes() } else { None };
     loop {
         let Some(block) = lock(&s.queue).next() else { return };
         if block.first > s.stop.load(Ordering::Relaxed) {
             return; // blocks come in order: every later one is above it too
+        }
+        if let Some(lanes) = &mut lanes {
+            let w = s.width;
+            let params = &s.params[block.first * w..(block.first + block.values.len()) * w];
+            let groups = block.values.chunks_mut(LANES).zip(block.grads.chunks_mut(LANES * w));
+            for ((values, grads), points) in groups.zip(params.chunks(LANES * w)) {
+                p.replay_lanes(lanes, points, w, values, grads);
+            }
+            s.done.fetch_add(block.values.len(), Ordering::Relaxed);
+            continue;
         }
         for (j, value) in block.values.iter_mut().enumerate() {
             let i = block.first + j;
@@ -359,10 +372,59 @@ mod tests {
         {"kind":"op","op":"diagPart","parents":[1]},{"kind":"op","op":"log","parents":[2]},
         {"kind":"op","op":"sum","parents":[3]}],"root":4}"#;
 
+    /// Every formula on scalars: parameters a, b, an unused [3] one, input
+    /// c; `mul(a, a)` adds twice into one adjoint; sqrt and log of a
+    /// negative give NaN.
+    const SCALARS: &str = r#"{"version":2,"input":"map","nodes":[
+        {"kind":"param","name":"a","shape":[]},{"kind":"param","name":"b","shape":[]},
+        {"kind":"param","name":"unused","shape":[3]},{"kind":"input","name":"c","shape":[]},
+        {"kind":"op","op":"add","parents":[0,1]},{"kind":"op","op":"sub","parents":[4,3]},
+        {"kind":"op","op":"mul","parents":[5,0]},{"kind":"op","op":"div","parents":[6,1]},
+        {"kind":"op","op":"maximum","parents":[7,0]},{"kind":"op","op":"minimum","parents":[8,1]},
+        {"kind":"op","op":"neg","parents":[9]},{"kind":"op","op":"exp","parents":[10]},
+        {"kind":"op","op":"log","parents":[5]},{"kind":"op","op":"sqrt","parents":[0]},
+        {"kind":"op","op":"square","parents":[1]},{"kind":"op","op":"tanh","parents":[12]},
+        {"kind":"op","op":"sigmoid","parents":[11]},{"kind":"op","op":"relu","parents":[5]},
+        {"kind":"op","op":"lgamma","parents":[14]},{"kind":"op","op":"pow","parents":[0],"args":[2.5]},
+        {"kind":"op","op":"mul","parents":[0,0]},{"kind":"op","op":"add","parents":[15,16]},
+        {"kind":"op","op":"add","parents":[21,17]},{"kind":"op","op":"add","parents":[22,18]},
+        {"kind":"op","op":"add","parents":[23,19]},{"kind":"op","op":"add","parents":[24,20]},
+        {"kind":"op","op":"add","parents":[25,13]}],"root":26}"#;
+
+    /// One point through the ordinary replay (never in lanes).
     fn single(p: &mut Plan, point: &[f64], inputs: &[f64]) -> (f64, Vec<f64>) {
-        let (mut values, mut grads) = (vec![0.0], vec![0.0; point.len()]);
-        run(Replicas::Own(p), point, inputs, 1, 1, &mut values, &mut grads).unwrap();
-        (values[0], grads)
+        let flat = [point, inputs].concat();
+        let mut grads = vec![0.0; point.len()];
+        let value = crate::api::plan_run_flat(p, &flat, &mut grads).unwrap();
+        (value, grads)
+    }
+
+    fn bits(xs: &[f64]) -> Vec<u64> {
+        xs.iter().map(|x| x.to_bits()).collect()
+    }
+
+    #[test]
+    fn scalar_plans_replayed_in_lanes_give_the_single_results_bit_for_bit() {
+        let mut p = plan_from_json(SCALARS).unwrap();
+        assert!(p.lanes().is_some(), "this plan is replayed in lanes");
+        assert!(plan_from_json(SPEC).unwrap().lanes().is_none(), "a plan with vectors is not");
+        let pool = Pool::new(&p);
+        let inputs = [0.75];
+        // Group sizes below, at and past LANES, and a negative `a` for NaN.
+        for k in [1, LANES - 1, LANES, LANES + 1, 2 * LANES + 3, 301] {
+            let params: Vec<f64> = (0..k * 5).map(|i| 1.3 * (i as f64 * 0.37).sin() + 0.4).collect();
+            let expected: Vec<(f64, Vec<f64>)> = (0..k).map(|i| single(&mut p, &params[i * 5..i * 5 + 5], &inputs)).collect();
+            assert!(expected.iter().any(|(v, _)| v.is_nan()) == (k > 2), "some points give NaN");
+            assert!(expected.iter().any(|(v, g)| v.is_finite() && g[0] != 0.0 && g[1] != 0.0 && g[2..] == [0.0; 3]));
+            for threads in [1, 2, 3] {
+                let (mut values, mut grads) = (vec![0.0; k], vec![f64::NAN; k * 5]);
+                run(Replicas::Pool(&pool), &params, &inputs, k, threads, &mut values, &mut grads).unwrap();
+                for (i, (v, g)) in expected.iter().enumerate() {
+                    assert_eq!(values[i].to_bits(), v.to_bits(), "value {i} of {k}, {threads} threads");
+                    assert_eq!(bits(&grads[i * 5..i * 5 + 5]), bits(g), "gradient {i} of {k}, {threads} threads");
+                }
+            }
+        }
     }
 
     #[test]

@@ -63,6 +63,34 @@ impl Formula {
     }
 }
 
+/// `$body` with `$c` bound to the formula `$f`, one arm per formula, so that
+/// in each arm the formula is a constant and a loop over many elements
+/// inlines its arithmetic with no match inside.
+macro_rules! with_constant_formula {
+    ($f:expr, |$c:ident| $body:expr) => {{
+        use $crate::core::kernels::scalar::Formula as F;
+        match $f {
+            F::Add => { let $c = F::Add; $body }
+            F::Sub => { let $c = F::Sub; $body }
+            F::Mul => { let $c = F::Mul; $body }
+            F::Div => { let $c = F::Div; $body }
+            F::Maximum => { let $c = F::Maximum; $body }
+            F::Minimum => { let $c = F::Minimum; $body }
+            F::Neg => { let $c = F::Neg; $body }
+            F::Exp => { let $c = F::Exp; $body }
+            F::Log => { let $c = F::Log; $body }
+            F::Sqrt => { let $c = F::Sqrt; $body }
+            F::Square => { let $c = F::Square; $body }
+            F::Tanh => { let $c = F::Tanh; $body }
+            F::Sigmoid => { let $c = F::Sigmoid; $body }
+            F::Relu => { let $c = F::Relu; $body }
+            F::Lgamma => { let $c = F::Lgamma; $body }
+            F::Pow => { let $c = F::Pow; $body }
+        }
+    }};
+}
+pub(crate) use with_constant_formula;
+
 /// Whether `op` is elementwise with a formula here (one operand or two).
 pub fn has_formula(op: Op) -> bool {
     Formula::of(op).is_some()
