@@ -314,7 +314,8 @@ pub const LANES: usize = 8;
 /// times its own, then stay within a core's cache.
 const MAX_LANE_VALUES: usize = 1 << 15;
 
-/// The arenas of a lane replay: node `i`'s value for point `l` of a group at
+/// The arenas of a lane replay: the value at offset `i` of the plan's arena
+/// (node `i`'s, as every node holds one value) for point `l` of a group at
 /// `values[i * LANES + l]`, its adjoint likewise in `adj`.
 pub struct Lanes {
     values: Vec<f64>,
