@@ -240,6 +240,25 @@ describe('toJSON', () => {
     sameBits(compileFromJSON(c.toJSON())(3), expected, 'as is');
     sameBits(compileFromJSON(structuredClone(c.toJSON()))(3), expected, 'structuredClone');
   });
+
+  test("a -0 in an op's arguments is read as a number, beside special constants or not", () => {
+    // The object is written as JSON text for the core: plainly when it holds
+    // no special number, else with -0, NaN and ±Infinity spelled out; an
+    // exponent of -0 was once spelled "-0" and refused.
+    const cases = [
+      ['pow(x, -0)', (x) => sum(pow(x, -0)), [2, 3]],
+      ['pow(x, -0) beside an Infinity constant', (x) => sum(mul(pow(x, -0), [Infinity, 1])), [2, 3]],
+      ['slice from -0', (x) => sum(slice(x, [-0], [1])), [2, 3]],
+      ['a -0 constant beside a NaN one', (x) => add(sum(mul(x, [-0, 1])), sum(mul(x, [NaN, 0]))), [2, 3]],
+    ];
+    for (const [what, f, x] of cases) {
+      const c = compile(f);
+      const expected = c(x);
+      for (const [how, plan] of [['as is', c.toJSON()], ['structuredClone', structuredClone(c.toJSON())]]) {
+        sameBits(compileFromJSON(plan)(x), expected, `${what}, ${how}`);
+      }
+    }
+  });
 });
 
 // ---------------------------------------------------------------- round trips, bit for bit

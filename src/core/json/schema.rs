@@ -148,6 +148,10 @@ impl Lenient for f64 {
     fn number(x: f64) -> Option<f64> {
         Some(x)
     }
+    /// JSON text cannot hold -0; compileFromJSON writes it as a string.
+    fn string(s: &str) -> Option<f64> {
+        (s == "-0").then_some(-0.0)
+    }
 }
 
 impl Quoted for f64 {
@@ -449,6 +453,9 @@ enum OptionsKey {
 impl Lenient for Arg {
     fn number(x: f64) -> Option<Arg> {
         Some(Arg::Number(x))
+    }
+    fn string(s: &str) -> Option<Arg> {
+        f64::string(s).map(Arg::Number)
     }
     fn seq<'de, A: SeqAccess<'de>>(seq: A) -> Result<Field<Arg>, A::Error> {
         Ok(match Numbers::seq(seq)? {
