@@ -153,7 +153,68 @@ impl Plan {
         };
         let params: Vec<Slot> = params.iter().map(slot).collect();
         let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
-        let root = new_id[root as usize];
+        Ok(Plan::of_compact(g, new_id[root as usize], params, inputs, passes))
+    }
+
+    /// `build_with`, taking the graph: when compacting it would change
+    /// nothing but where leaves sit (every node reaches the root, the ops
+    /// already stand in the order compaction gives them, and there is no
+    /// constant to fold), the graph is the plan's as it is. A plan read
+    /// from JSON written by `toJSON` is such a graph; skipping compaction
+    /// halves the cost of building it. Same ops in the same order: the
+    /// same steps, so the same results bit for bit.
+    pub fn adopt(g: Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<Plan> {
+        if !Plan::compact_already(&g, root, params, inputs, passes)? {
+            return Plan::build_with(&g, root, params, inputs, passes);
+        }
+        let slot = |&id: &u32| Slot { shape: g.nodes[id as usize].shape, node: Some(id) };
+        let params: Vec<Slot> = params.iter().map(slot).collect();
+        let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
+        Ok(Plan::of_compact(g, root, params, inputs, passes))
+    }
+
+    /// Whether `adopt` takes `g` as it is.
+    pub fn compact_already(g: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<bool> {
+        g.node(root)?;
+        let nodes = &g.nodes;
+        // Each parameter and input once, and no other leaf fed (compaction
+        // would make it a constant).
+        let mut fed = vec![false; nodes.len()];
+        for (ids, op) in [(params, Op::Leaf), (inputs, Op::Input)] {
+            for &id in ids {
+                if g.node(id)?.op != op || std::mem::replace(&mut fed[id as usize], true) {
+                    return Ok(false);
+                }
+            }
+        }
+        for (node, &fed) in nodes.iter().zip(&fed) {
+            let folds = passes.fold_constants && node.parents.iter().all(|&p| nodes[p as usize].op == Op::Const);
+            let stays = match node.op {
+                Op::Leaf | Op::Input => fed,
+                Op::Const => true,
+                Op::External => false,
+                _ => !folds,
+            };
+            if !stays {
+                return Ok(false);
+            }
+        }
+        let order = post_order(nodes, root);
+        // Leaves may sit anywhere; ops must come in the walk's order.
+        let mut last_op = None;
+        for &id in &order {
+            if !nodes[id as usize].op.is_leaf() {
+                if last_op.is_some_and(|last| last > id) {
+                    return Ok(false);
+                }
+                last_op = Some(id);
+            }
+        }
+        Ok(order.len() == nodes.len())
+    }
+
+    /// A plan of a compacted graph `g`, whose slots are given.
+    fn of_compact(g: Graph, root: u32, params: Vec<Slot>, inputs: Vec<Slot>, passes: Passes) -> Plan {
         let all: Vec<u32> = (0..g.nodes.len() as u32).collect();
         let mut needs = if passes.skip_constant_adjoints {
             let mut needs = Vec::new();
@@ -177,7 +238,7 @@ impl Plan {
             }
         }
         let adj = vec![0.0; g.values.len()];
-        Ok(Plan { graph: g, adj, root, params, inputs, forward, backward, needs, clear, names: None })
+        Plan { graph: g, adj, root, params, inputs, forward, backward, needs, clear, names: None }
     }
 
     pub fn params(&self) -> &[Slot] {

@@ -119,10 +119,50 @@ function textOf(json) {
     if (!(i in nodes)) throw new Error(`compileFromJSON: node ${i}: expected an object, got null`);
   }
   try {
-    return planText(json);
+    // JSON.stringify writes NaN and ±Infinity as null, and -0 as 0. Without
+    // them its text is planText's, at half the cost; a plan holding one is
+    // written again, with them spelled out.
+    const text = typeof json.toJSON === 'function' || signedZeroIn(nodes) ? null : JSON.stringify(json);
+    return typeof text === 'string' && !text.includes('null') ? text : planText(json);
   } catch (e) {
     throw new Error(`compileFromJSON: not a serialized plan (${e.message})`);
   }
+}
+
+/**
+ * Whether a -0 may be where its sign counts: in a constant's data or an
+ * op's arguments (anywhere else a plan holds integers). Anything unusual
+ * there (data that is not an array, arguments nested deeper than any op's,
+ * a toJSON method) counts as one.
+ */
+function signedZeroIn(nodes) {
+  const negativeZero = (v, depth) => {
+    if (typeof v === 'number') return v === 0 && 1 / v < 0;
+    if (v === null || typeof v !== 'object') return false;
+    if (depth === 0 || typeof v.toJSON === 'function') return true;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) if (negativeZero(v[i], depth - 1)) return true;
+      return false;
+    }
+    for (const k of Object.keys(v)) if (negativeZero(v[k], depth - 1)) return true;
+    return false;
+  };
+  if (typeof nodes.toJSON === 'function') return true;
+  for (let i = 0; i < nodes.length; i++) {
+    const n = nodes[i];
+    if (n === null || typeof n !== 'object') continue;
+    if (typeof n.toJSON === 'function') return true;
+    const data = n.data;
+    if (data !== undefined) {
+      if (!Array.isArray(data) || typeof data.toJSON === 'function') return true;
+      for (let j = 0; j < data.length; j++) {
+        const x = data[j];
+        if (typeof x !== 'number' || (x === 0 && 1 / x < 0)) return true;
+      }
+    }
+    if (n.args !== undefined && negativeZero(n.args, 4)) return true;
+  }
+  return false;
 }
 
 /**

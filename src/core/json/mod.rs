@@ -144,7 +144,7 @@ fn build(checked: Vec<Checked>, root: usize, map: bool, passes: Passes) -> Resul
         };
         ids[i] = id;
     }
-    let mut plan = Plan::build_with(&graph, ids[root], &params, &inputs, passes).map_err(|e| Error(format!("compileFromJSON: {e}")))?;
+    let mut plan = Plan::adopt(graph, ids[root], &params, &inputs, passes).map_err(|e| Error(format!("compileFromJSON: {e}")))?;
     plan.names = Some(names);
     Ok(plan)
 }
