@@ -166,12 +166,8 @@ pub fn tape_apply(t: u32, n: u32, m: u32) -> Result<u32> {
 pub fn tape_finish_queued(t: u32, n: u32, m: u32, root: u32, swept: bool, leaves: u32, total: u32) -> Result<f64> {
     let entries = 3 * n as usize;
     with_queue(entries + leaves as usize, |ops, nums| {
-        api::tape_apply(t, &ops[..entries], queued(nums, m)?).js()?;
-        let ids: Vec<u32> = ops[entries..].iter().map(|&id| id as u32).collect();
-        let Some(out) = nums.get_mut(..total as usize) else {
-            return Err(Error::new(Status::InvalidArg, "queue overflow"));
-        };
-        api::tape_finish(t, root, swept, &ids, out).js()
+        let (queued, ids) = ops.split_at(entries);
+        api::tape_finish_queued(t, queued, nums, m as usize, root, swept, ids, total as usize).js()
     })
 }
 

@@ -172,17 +172,15 @@ pub extern "C" fn tape_apply(t: u32, n: u32, m: u32) -> i32 {
     id(api::tape_apply(t, buffer(0, n.saturating_mul(3)), buffer(1, m)))
 }
 
-/// `tape_apply` then `tape_finish` in one call: `3n` queued entries then
-/// the leaves' ids in scratch 0, `m` numbers in scratch 1; the gradients
-/// (`total` values) go to scratch 2.
+/// `api::tape_finish_queued`: `3n` queued entries then the leaves' ids in
+/// scratch 0, `m` numbers in scratch 1, where the gradients (`total`
+/// values) are written over them.
 #[no_mangle]
 pub extern "C" fn tape_finish_queued(t: u32, n: u32, m: u32, root: u32, swept: bool, leaves: u32, total: u32) -> f64 {
     let ops = buffer::<i32>(0, n.saturating_mul(3).saturating_add(leaves));
     let (queued, ids) = ops.split_at(3 * n as usize);
-    number(api::tape_apply(t, queued, buffer(1, m)).and_then(|_| {
-        let ids: Vec<u32> = ids.iter().map(|&id| id as u32).collect();
-        api::tape_finish(t, root, swept, &ids, buffer(2, total))
-    }))
+    let nums = buffer::<f64>(1, m.max(total));
+    number(api::tape_finish_queued(t, queued, nums, m as usize, root, swept, ids, total as usize))
 }
 
 #[no_mangle]

@@ -3,8 +3,9 @@
 //! JavaScript closures can run.
 
 use super::error::Result;
-use super::kernels::matrix::axpy;
 use super::graph::{post_order_with, propagate, Graph, Walk};
+use super::kernels::matrix::axpy;
+use super::kernels::scalar::{self, Formula};
 use super::op::Op;
 use crate::fail;
 
@@ -17,6 +18,8 @@ pub struct Tape {
     walk: Walk,
     /// How many nodes of `order`, from the front, the sweep has still to visit.
     pending: usize,
+    /// An evaluation of scalar nodes only, swept without a graph.
+    pub scalars: Scalars,
 }
 
 impl Tape {
@@ -119,5 +122,131 @@ impl Tape {
             axpy(1.0, contribution, &mut self.adj[node.range()]);
         }
         Ok(())
+    }
+}
+
+/// A whole evaluation made of scalar nodes, as JavaScript queued them
+/// (src/js/queue.js): its values, its sweep and its gradients, with no graph
+/// recorded. The same formulas (`scalar::value`, `scalar::accumulate`) in
+/// the same order as `Graph::scalar_op` and `Tape::backward`, whose walk
+/// from the root this one repeats, so the results are the tape's bit for
+/// bit; what it saves is the graph's bookkeeping (nodes, parents lists, an
+/// arena), most of an evaluation's cost in the core on a small model.
+#[derive(Default)]
+pub struct Scalars {
+    /// The queued nodes, by id.
+    pub nodes: Vec<ScalarNode>,
+    order: Vec<u32>,
+    stack: Vec<(u32, usize)>,
+}
+
+#[derive(Clone, Copy)]
+pub struct ScalarNode {
+    /// `None` for a leaf.
+    pub formula: Option<Formula>,
+    /// The operands, `b == a` for a unary op (as `Graph::scalar_op` reads them).
+    pub a: u32,
+    pub b: u32,
+    /// A parameter leaf: the sweep's sources.
+    pub param: bool,
+    pub value: f64,
+    adj: f64,
+    needs: bool,
+    seen: bool,
+}
+
+impl ScalarNode {
+    pub fn leaf(param: bool, value: f64) -> ScalarNode {
+        ScalarNode { formula: None, a: 0, b: 0, param, value, adj: 0.0, needs: false, seen: false }
+    }
+
+    /// An op on earlier nodes, its value computed from theirs.
+    pub fn op(formula: Formula, a: u32, b: u32, nodes: &[ScalarNode]) -> ScalarNode {
+        let value = scalar::value(formula, 0.0, nodes[a as usize].value, nodes[b as usize].value);
+        ScalarNode { formula: Some(formula), a, b, param: false, value, adj: 0.0, needs: false, seen: false }
+    }
+}
+
+impl Scalars {
+    /// Sweep from `root` and write the gradients of `leaves` (ids as
+    /// JavaScript wrote them) into `out`; the root's value. `None`, with
+    /// `out` untouched, when a node named is not among them or `out` is
+    /// short: the graph's path says why.
+    pub fn finish(&mut self, root: u32, leaves: &[i32], out: &mut [f64]) -> Option<f64> {
+        let n = self.nodes.len();
+        let exists = |id: i32| id >= 0 && (id as usize) < n;
+        if root as usize >= n || !leaves.iter().all(|&id| exists(id)) || out.len() < leaves.len() {
+            return None;
+        }
+        self.walk(root);
+        let nodes = &mut self.nodes;
+        nodes[root as usize].adj = 1.0;
+        for &id in self.order.iter().rev() {
+            let node = nodes[id as usize];
+            if let (Some(f), true) = (node.formula, node.needs) {
+                let (a, b) = (node.a as usize, node.b as usize);
+                // The kernels' order: operand 0 first, then 1 (binary ops only).
+                if nodes[a].needs {
+                    let (x, y) = (nodes[a].value, nodes[b].value);
+                    nodes[a].adj += scalar::partial(f, 0.0, 0, x, y, node.value, node.adj);
+                }
+                if f.binary() && nodes[b].needs {
+                    let (x, y) = (nodes[a].value, nodes[b].value);
+                    nodes[b].adj += scalar::partial(f, 0.0, 1, x, y, node.value, node.adj);
+                }
+            }
+        }
+        for (o, &id) in out.iter_mut().zip(leaves) {
+            let node = &nodes[id as usize];
+            *o = if node.needs { node.adj } else { 0.0 };
+        }
+        Some(nodes[root as usize].value)
+    }
+
+    /// `post_order_with` from `root` on these nodes (parents from the last
+    /// to the first, a leaf finished when found), marking what carries an
+    /// adjoint and clearing its adjoint as `Tape::backward` does.
+    fn walk(&mut self, root: u32) {
+        let (nodes, order, stack) = (&mut self.nodes, &mut self.order, &mut self.stack);
+        let finish = |nodes: &mut [ScalarNode], order: &mut Vec<u32>, id: u32| {
+            let node = nodes[id as usize];
+            let needs = match node.formula {
+                None => node.param,
+                Some(f) => nodes[node.a as usize].needs || (f.binary() && nodes[node.b as usize].needs),
+            };
+            nodes[id as usize].needs = needs;
+            nodes[id as usize].adj = 0.0;
+            order.push(id);
+        };
+        order.clear();
+        stack.clear();
+        stack.push((root, 0));
+        nodes[root as usize].seen = true;
+        while let Some(top) = stack.last_mut() {
+            let (id, visited) = *top;
+            let node = nodes[id as usize];
+            let parents: &[u32] = match node.formula {
+                None => &[],
+                Some(f) if f.binary() => &[node.a, node.b],
+                Some(_) => &[node.a],
+            };
+            if visited < parents.len() {
+                top.1 += 1;
+                let p = parents[parents.len() - 1 - visited];
+                if !nodes[p as usize].seen {
+                    nodes[p as usize].seen = true;
+                    if nodes[p as usize].formula.is_none() {
+                        finish(nodes, order, p);
+                    } else {
+                        stack.push((p, 0));
+                    }
+                }
+            } else {
+                finish(nodes, order, id);
+                stack.pop();
+            }
+        }
+        // The root carries the seed whatever it is computed from.
+        nodes[root as usize].needs = true;
     }
 }

@@ -212,13 +212,13 @@ export function loadWasm(bytes = wasmBytes()) {
       queue = { ops, nums };
     },
     tapeFinishQueued(t, n, m, root, swept, leaves, total) {
-      putQueue(3 * n + leaves, m);
-      reserve(2, 8 * total);
+      // The gradients come back over the numbers, as many as the larger count.
+      putQueue(3 * n + leaves, Math.max(m, total));
       const value = X.tape_finish_queued(t, n, m, root, swept, leaves, total);
       if (value !== value && X.failed()) raise();
       heap();
-      const p2 = at[2] >>> 3;
-      for (let i = 0; i < total; i++) queue.nums[i] = f64[p2 + i];
+      const p1 = at[1] >>> 3;
+      for (let i = 0; i < total; i++) queue.nums[i] = f64[p1 + i];
       return value;
     },
     tapeApply(t, n, m) {

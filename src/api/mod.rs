@@ -4,15 +4,16 @@
 //! these, so both builds run the same code for every call.
 
 use crate::core::error::{js_number, Error, Result};
-use crate::core::graph::batched;
 use crate::core::json;
-use crate::core::kernels::scalar;
 use crate::core::op::{slice_op, Exponent, Op};
 use crate::core::plan::Plan;
 use crate::core::shape::Shape;
 use crate::core::tape::Tape;
 use crate::fail;
 use std::cell::RefCell;
+
+mod queue;
+pub use queue::{tape_apply, tape_finish_queued};
 
 /// A shape from its rank and first two dimensions, as JavaScript passes it.
 /// A dimension past a usize (past 2^32 - 1 under WebAssembly) is reported
@@ -131,47 +132,6 @@ pub fn tape_free(id: u32) {
 /// Nodes on the tape: the id the next node gets.
 pub fn tape_length(t: u32) -> Result<u32> {
     with_tape(t, |t| Ok(t.graph.nodes.len() as u32))
-}
-
-/// Record a batch of nodes written by JavaScript (src/js/queue.js), three
-/// entries in `ops` per node: a leaf as `[-1 - kind, at, len]`, holding
-/// `nums[at..at + len]` as a vector, or `nums[at]` as a scalar when `len`
-/// is negative; or a batched op (`graph::batched`) as `[code, a, b]`, `b`
-/// negative for one operand. JavaScript numbered the nodes in order from
-/// the tape's length; each must get that id. Returns the new length.
-pub fn tape_apply(t: u32, ops: &[i32], nums: &[f64]) -> Result<u32> {
-    with_tape(t, |t| {
-        let g = &mut t.graph;
-        for entry in ops.chunks_exact(3) {
-            let expected = g.nodes.len() as u32;
-            let (code, a, b) = (entry[0], entry[1], entry[2]);
-            let id = if code < 0 {
-                let shape = if b < 0 { Shape::Scalar } else { Shape::Vector(b as usize) };
-                let at = a.max(0) as usize;
-                let Some(data) = at.checked_add(shape.size()).and_then(|end| nums.get(at..end)) else {
-                    return fail!("queued values {a}..{a}+{b} do not exist");
-                };
-                g.leaf(leaf_op((-1 - code) as u32), shape, data)?
-            } else {
-                let op = coded(code as u32)?;
-                let parents = [a as u32, b as u32];
-                let parents = if b < 0 { &parents[..1] } else { &parents[..] };
-                if !batched(op) {
-                    return fail!("{} cannot be queued", op.name());
-                }
-                let scalar = |p: &u32| g.node(*p).is_ok_and(|n| n.shape == Shape::Scalar);
-                if scalar::has_formula(op) && parents.iter().all(scalar) {
-                    g.scalar_op(op, parents)?
-                } else {
-                    g.op(op, parents, true)?
-                }
-            };
-            if id != expected {
-                return fail!("queued node {expected} was recorded as {id}");
-            }
-        }
-        Ok(g.nodes.len() as u32)
-    })
 }
 
 pub fn tape_leaf(t: u32, kind: u32, data: &[f64], rank: u32, d0: f64, d1: f64) -> Result<u32> {
@@ -323,12 +283,6 @@ pub fn tape_accumulate(t: u32, id: u32, contribution: &[f64]) -> Result<()> {
     with_tape(t, |t| t.accumulate(id, contribution))
 }
 
-/// The whole gradient step of an eager evaluation in one call: check the
-/// root is a scalar (JavaScript prefixes the message with the driver's
-/// name: a string argument cost more than the rest of the call), sweep back from it unless
-/// `swept` says the caller already did (hand-built nodes), write the
-/// adjoints of `leaves` one after another into `out` (zeros for a leaf the
-/// sweep did not reach), and return the root's value.
 /// The end of an eager evaluation, in one call: the root's value, the
 /// leaves' gradients into `out` (after a sweep unless `swept`), and the tape
 /// emptied for the next evaluation.
