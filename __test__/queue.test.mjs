@@ -227,6 +227,30 @@ test('repeated elementwise subexpressions: eager, compiled and rebuilt sum adjoi
   }
 });
 
+test('pow is queued with its exponent: eager, compiled and rebuilt agree, and match the closed form', () => {
+  // f = a^2.5 + b^-1.5 · a^3 + (a·b)^0.5, the products used more than once.
+  const f = (p) => {
+    const ab = mul(p.a, p.b);
+    return add(G.pow(p.a, 2.5), mul(G.pow(p.b, -1.5), G.pow(p.a, 3)), G.pow(ab, 0.5), mul(G.pow(ab, 2), 0.1));
+  };
+  for (const [a, b] of [[1.3, 0.7], [0.4, 2.2], [2, 1]]) {
+    const r = threeWays(f, { a, b });
+    const value = a ** 2.5 + b ** -1.5 * a ** 3 + (a * b) ** 0.5 + 0.1 * (a * b) ** 2;
+    const da = 2.5 * a ** 1.5 + 3 * b ** -1.5 * a ** 2 + 0.5 * b * (a * b) ** -0.5 + 0.2 * a * b * b;
+    const db = -1.5 * b ** -2.5 * a ** 3 + 0.5 * a * (a * b) ** -0.5 + 0.2 * a * a * b;
+    assert.ok(Math.abs(r.value - value) < 1e-13 * Math.abs(value), `value ${r.value} vs ${value}`);
+    assert.ok(Math.abs(r.gradient.a - da) < 1e-12 * Math.abs(da), `d/da ${r.gradient.a} vs ${da}`);
+    assert.ok(Math.abs(r.gradient.b - db) < 1e-12 * Math.abs(db), `d/db ${r.gradient.b} vs ${db}`);
+    checkGrad(f, { a, b }, { label: `pow at ${a}, ${b}` });
+  }
+  // On a vector and a matrix, queued the same way; an exponent of 0 and a negative base.
+  const g = (p) => add(sum(G.pow(p.v, 3)), sum(G.pow(p.m, 2)), G.pow(p.x, 0), G.pow(p.y, 2));
+  const x = { v: [0.5, -1.2, 2], m: [[1, 2], [3, -4]], x: 1.7, y: -0.6 };
+  const r = threeWays(g, x);
+  assert.deepEqual(r.gradient, { v: [0.75, 3 * 1.44, 12], m: [[2, 4], [6, -8]], x: 0, y: -1.2 });
+  checkGrad(g, x, { label: 'pow on a vector and a matrix' });
+});
+
 test('workers that record on the queue exit, or are terminated mid-evaluation, cleanly', async () => {
   const { Worker } = await import('node:worker_threads');
   const url = new URL('../index.js', import.meta.url).href;

@@ -70,9 +70,14 @@ const CODED: [Op; 24] = [
     Op::SolveGeneral,
 ];
 
-/// The coded ops' names, in code order; JavaScript reads this list once to learn the codes.
+/// The code of pow in the queue (src/js/queue.js), after the coded ops:
+/// pow has an exponent, so it is queued only, never called by code.
+const POW: u32 = CODED.len() as u32;
+
+/// The coded ops' names, in code order, then pow's (`POW`); JavaScript
+/// reads this list once to learn the codes.
 pub fn coded_ops() -> Vec<&'static str> {
-    CODED.iter().map(|op| op.name()).collect()
+    CODED.iter().map(|op| op.name()).chain([Op::Pow(Exponent::new(0.0)).name()]).collect()
 }
 
 fn coded(code: u32) -> Result<Op> {

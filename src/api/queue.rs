@@ -2,11 +2,11 @@
 //! (src/js/queue.js), recorded on a tape in one call, or, for an
 //! evaluation made only of them, swept at its end without a graph.
 
-use super::{coded, leaf_op, tape_finish, with_tape};
+use super::{coded, leaf_op, tape_finish, with_tape, POW};
 use crate::core::error::Result;
 use crate::core::graph::batched;
 use crate::core::kernels::scalar::{self, Formula};
-use crate::core::op::Op;
+use crate::core::op::{Exponent, Op};
 use crate::core::shape::Shape;
 use crate::core::tape::ScalarNode;
 use crate::fail;
@@ -15,8 +15,9 @@ use crate::fail;
 /// entries in `ops` per node: a leaf as `[-1 - kind, at, len]`, holding
 /// `nums[at..at + len]` as a vector, or `nums[at]` as a scalar when `len`
 /// is negative; or a batched op (`graph::batched`) as `[code, a, b]`, `b`
-/// negative for one operand. JavaScript numbered the nodes in order from
-/// the tape's length; each must get that id. Returns the new length.
+/// negative for one operand, or pow as `[POW, a, at]`, its exponent at
+/// `nums[at]`. JavaScript numbered the nodes in order from the tape's
+/// length; each must get that id. Returns the new length.
 pub fn tape_apply(t: u32, ops: &[i32], nums: &[f64]) -> Result<u32> {
     with_tape(t, |t| {
         let g = &mut t.graph;
@@ -31,12 +32,8 @@ pub fn tape_apply(t: u32, ops: &[i32], nums: &[f64]) -> Result<u32> {
                 };
                 g.leaf(leaf_op((-1 - code) as u32), shape, data)?
             } else {
-                let op = coded(code as u32)?;
-                let parents = [a as u32, b as u32];
-                let parents = if b < 0 { &parents[..1] } else { &parents[..] };
-                if !batched(op) {
-                    return fail!("{} cannot be queued", op.name());
-                }
+                let (op, parents, n) = queued_op(entry, nums)?;
+                let parents = &parents[..n];
                 let scalar = |p: &u32| g.node(*p).is_ok_and(|n| n.shape == Shape::Scalar);
                 if scalar::has_formula(op) && parents.iter().all(scalar) {
                     g.scalar_op(op, parents)?
@@ -50,6 +47,22 @@ pub fn tape_apply(t: u32, ops: &[i32], nums: &[f64]) -> Result<u32> {
         }
         Ok(g.nodes.len() as u32)
     })
+}
+
+/// An op entry's op, operands and how many of them there are.
+fn queued_op(entry: &[i32], nums: &[f64]) -> Result<(Op, [u32; 2], usize)> {
+    let (code, a, b) = (entry[0] as u32, entry[1] as u32, entry[2]);
+    if code == POW {
+        let Some(&k) = usize::try_from(b).ok().and_then(|at| nums.get(at)) else {
+            return fail!("queued exponent {b} does not exist");
+        };
+        return Ok((Op::Pow(Exponent::new(k)), [a, a], 1));
+    }
+    let op = coded(code)?;
+    if !batched(op) {
+        return fail!("{} cannot be queued", op.name());
+    }
+    Ok((op, [a, b as u32], if b < 0 { 1 } else { 2 }))
 }
 
 /// The end of an evaluation whose last nodes JavaScript queued, in one
@@ -83,17 +96,18 @@ fn scalar_nodes(ops: &[i32], nums: &[f64], nodes: &mut Vec<ScalarNode>) -> bool 
     nodes.clear();
     for (i, entry) in ops.chunks_exact(3).enumerate() {
         let (code, a, b) = (entry[0], entry[1], entry[2]);
-        let earlier = |p: i32| p >= 0 && (p as usize) < i;
+        let earlier = |p: u32| (p as usize) < i;
         let node = if code < 0 {
             match usize::try_from(a).ok().and_then(|a| nums.get(a)) {
                 Some(&x) if b < 0 => ScalarNode::leaf(leaf_op((-1 - code) as u32) == Op::Leaf, x),
                 _ => return false,
             }
         } else {
-            let Some((f, _)) = coded(code as u32).ok().and_then(Formula::of) else { return false };
-            match (f.binary(), earlier(a), earlier(b)) {
-                (true, true, true) => ScalarNode::op(f, a as u32, b as u32, nodes),
-                (false, true, false) if b < 0 => ScalarNode::op(f, a as u32, a as u32, nodes),
+            let Ok((op, [a, b], n)) = queued_op(entry, nums) else { return false };
+            let Some((f, k)) = Formula::of(op) else { return false };
+            match (f.binary(), n) {
+                (true, 2) if earlier(a) && earlier(b) => ScalarNode::op(f, k, a, b, nodes),
+                (false, 1) if earlier(a) => ScalarNode::op(f, k, a, a, nodes),
                 _ => return false,
             }
         };
@@ -135,11 +149,17 @@ mod tests {
         }
         let leaves = 8;
         for i in leaves..leaves + ops {
-            let f = FORMULAS[next(FORMULAS.len())];
             // Operands among the leaves but the unused parameter, or any op.
             let pick = |r: usize| if r < 4 { r } else { 5 + r - 4 };
             let a = pick(next(i - 1)) as i32;
             let b = if next(5) == 0 { a } else { pick(next(i - 1)) as i32 };
+            if next(FORMULAS.len() + 1) == FORMULAS.len() {
+                // pow, its exponent among the numbers
+                entries.extend([code("pow"), a, nums.len() as i32]);
+                nums.push([2.0, -1.5, 0.5, 3.0][next(4)]);
+                continue;
+            }
+            let f = FORMULAS[next(FORMULAS.len())];
             let binary = Formula::of(coded(code(f) as u32).unwrap()).unwrap().0.binary();
             entries.extend([code(f), a, if binary { b } else { -1 }]);
         }
@@ -191,6 +211,10 @@ mod tests {
         let mut later = ops.clone();
         later[3 * 9 + 1] = 12;
         assert!(!scalar_nodes(&later, &nums, &mut nodes));
+        let mut exponent = ops.clone();
+        exponent[3 * 9..3 * 9 + 3].copy_from_slice(&[code("pow"), 3, 99]); // no number 99
+        assert!(!scalar_nodes(&exponent, &nums, &mut nodes));
+        assert!(tape_apply(tape_new(), &exponent, &nums).unwrap_err().0.contains("queued exponent 99 does not exist"));
         let mut unknown = ops.clone();
         unknown[3 * 9] = 1000;
         assert!(!scalar_nodes(&unknown, &nums, &mut nodes));

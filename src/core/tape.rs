@@ -144,6 +144,8 @@ pub struct Scalars {
 pub struct ScalarNode {
     /// `None` for a leaf.
     pub formula: Option<Formula>,
+    /// pow's exponent (0 for any other formula).
+    pub k: f64,
     /// The operands, `b == a` for a unary op (as `Graph::scalar_op` reads them).
     pub a: u32,
     pub b: u32,
@@ -157,13 +159,13 @@ pub struct ScalarNode {
 
 impl ScalarNode {
     pub fn leaf(param: bool, value: f64) -> ScalarNode {
-        ScalarNode { formula: None, a: 0, b: 0, param, value, adj: 0.0, needs: false, seen: false }
+        ScalarNode { formula: None, k: 0.0, a: 0, b: 0, param, value, adj: 0.0, needs: false, seen: false }
     }
 
     /// An op on earlier nodes, its value computed from theirs.
-    pub fn op(formula: Formula, a: u32, b: u32, nodes: &[ScalarNode]) -> ScalarNode {
-        let value = scalar::value(formula, 0.0, nodes[a as usize].value, nodes[b as usize].value);
-        ScalarNode { formula: Some(formula), a, b, param: false, value, adj: 0.0, needs: false, seen: false }
+    pub fn op(formula: Formula, k: f64, a: u32, b: u32, nodes: &[ScalarNode]) -> ScalarNode {
+        let value = scalar::value(formula, k, nodes[a as usize].value, nodes[b as usize].value);
+        ScalarNode { formula: Some(formula), k, a, b, param: false, value, adj: 0.0, needs: false, seen: false }
     }
 }
 
@@ -188,11 +190,11 @@ impl Scalars {
                 // The kernels' order: operand 0 first, then 1 (binary ops only).
                 if nodes[a].needs {
                     let (x, y) = (nodes[a].value, nodes[b].value);
-                    nodes[a].adj += scalar::partial(f, 0.0, 0, x, y, node.value, node.adj);
+                    nodes[a].adj += scalar::partial(f, node.k, 0, x, y, node.value, node.adj);
                 }
                 if f.binary() && nodes[b].needs {
                     let (x, y) = (nodes[a].value, nodes[b].value);
-                    nodes[b].adj += scalar::partial(f, 0.0, 1, x, y, node.value, node.adj);
+                    nodes[b].adj += scalar::partial(f, node.k, 1, x, y, node.value, node.adj);
                 }
             }
         }

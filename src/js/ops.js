@@ -4,7 +4,7 @@
 
 import { CODE, N } from './binding.js';
 import { eye, fmtShape } from './forms.js';
-import { queueOp } from './queue.js';
+import { queueOp, queuePow } from './queue.js';
 import { lift, opVar, numberConst, numberVar, tapeFor, tapeForAll } from './tape.js';
 
 // The op codes are the core's, known only once a binding is installed, which
@@ -165,7 +165,9 @@ export function pow(a, k) {
   if (typeof k !== 'number' || !Number.isFinite(k)) throw new Error(`pow: exponent must be a finite number; got ${shown(k)}`);
   const t = tapeFor(a);
   const x = lift(t, a);
-  return opVar(t, N.tapePow(t.h, x._id, k), [x], { op: 'pow', args: [k] });
+  const spec = { op: 'pow', args: [k] };
+  if (x._shape !== null) return queuedVar(t, queuePow(t, CODE.pow, x._id, k), [x], spec, x._shape);
+  return opVar(t, N.tapePow(t.h, x._id, k), [x], spec);
 }
 
 export function trace(a) {

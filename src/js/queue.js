@@ -1,5 +1,6 @@
-// Small nodes recorded in JavaScript. Elementwise ops and sums whose
-// shapes are known here, and scalar and short-vector leaves, are written
+// Small nodes recorded in JavaScript. Elementwise ops (pow too, its
+// exponent among the numbers) and sums whose shapes are known here, and
+// scalar and short-vector leaves, are written
 // into two typed arrays instead of crossing into the core one by one; the
 // core records the whole batch in one call (`N.tapeApply`) when anything
 // else needs the tape: a value read, another op, the sweep. The nodes are
@@ -112,6 +113,17 @@ export function queueVector(t, kind, data) {
   ops[k + 2] = n;
   for (let i = 0; i < n; i++) nums[numbers + i] = data[i];
   numbers += n;
+  return base + count++;
+}
+
+/** Queue pow (its `code`) of node a with the exponent k, which goes among the numbers; returns its id. */
+export function queuePow(t, code, a, k) {
+  reserve(t, 1);
+  const i = 3 * count;
+  ops[i] = code;
+  ops[i + 1] = a;
+  ops[i + 2] = numbers;
+  nums[numbers++] = k;
   return base + count++;
 }
 
