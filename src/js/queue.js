@@ -92,47 +92,43 @@ function reserve(t, values) {
   }
 }
 
+/** Write the next node's entry, `[code, a, b]`, after a `reserve`; returns its id. */
+function entry(code, a, b) {
+  const k = 3 * count;
+  ops[k] = code;
+  ops[k + 1] = a;
+  ops[k + 2] = b;
+  return base + count++;
+}
+
 /** Queue a number leaf of `kind` (CONST, LEAF, INPUT) on tape t; returns its id. */
 export function queueNumber(t, kind, x) {
   reserve(t, 1);
-  const k = 3 * count;
-  ops[k] = -1 - kind;
-  ops[k + 1] = numbers;
-  ops[k + 2] = -1;
+  const at = numbers;
   nums[numbers++] = x;
-  return base + count++;
+  return entry(-1 - kind, at, -1);
 }
 
 /** Queue a vector leaf of `kind` holding `data` (at most QUEUED_VALUES values, copied now); returns its id. */
 export function queueVector(t, kind, data) {
   const n = data.length;
   reserve(t, n);
-  const k = 3 * count;
-  ops[k] = -1 - kind;
-  ops[k + 1] = numbers;
-  ops[k + 2] = n;
-  for (let i = 0; i < n; i++) nums[numbers + i] = data[i];
+  const at = numbers;
+  for (let i = 0; i < n; i++) nums[at + i] = data[i];
   numbers += n;
-  return base + count++;
+  return entry(-1 - kind, at, n);
 }
 
 /** Queue pow (its `code`) of node a with the exponent k, which goes among the numbers; returns its id. */
 export function queuePow(t, code, a, k) {
   reserve(t, 1);
-  const i = 3 * count;
-  ops[i] = code;
-  ops[i + 1] = a;
-  ops[i + 2] = numbers;
+  const at = numbers;
   nums[numbers++] = k;
-  return base + count++;
+  return entry(code, a, at);
 }
 
 /** Queue op `code` on scalar nodes a and b (b < 0 for one operand); returns its id. */
 export function queueOp(t, code, a, b) {
   reserve(t, 0);
-  const k = 3 * count;
-  ops[k] = code;
-  ops[k + 1] = a;
-  ops[k + 2] = b;
-  return base + count++;
+  return entry(code, a, b);
 }
