@@ -63,7 +63,10 @@
 //!   `a/(1 + y/(3 + y/(5 + … + y/17)))`, `y = a²`, written as
 //!   `a − a·y·N(y)/M(y)` so that the large term `a` is exact and the
 //!   correction (under 12% of `a`) carries the rounding errors. Tiny `a`
-//!   keeps full relative accuracy (tanh(5e-324) = 5e-324).
+//!   keeps full relative accuracy (tanh(5e-324) = 5e-324). `N` and `M` are
+//!   evaluated by Estrin's scheme: a scalar replay's `tanh` waits on the
+//!   node before, so this branch's latency is a chain of ops' (the
+//!   200-op chain's compiled call: 1.91 → 1.79 µs against Horner).
 //! * `a ≥ 0.625`: `1 − 2/(e^{2a} + 1)` (result > 0.55, no cancellation), with
 //!   `e^{2a} = e + elo` from the exp machinery above carrying its rounding
 //!   error, the rounding error of `e + 1` recovered exactly (Fast2Sum) and
@@ -169,8 +172,9 @@ fn tanh_exp(r: f64, c: f64, t: f64) -> (f64, f64) {
 #[inline(always)]
 fn tanh_small(a: f64) -> f64 {
     let y = a * a;
-    let n = 1.0 + y * (TN1 + y * (TN2 + y * TN3));
-    let m = 3.0 + y * (TM1 + y * (TM2 + y * (TM3 + y * TM4)));
+    let y2 = y * y;
+    let n = (1.0 + y * TN1) + y2 * (TN2 + y * TN3);
+    let m = (3.0 + y * TM1) + y2 * ((TM2 + y * TM3) + y2 * TM4);
     a - a * y * n / m
 }
 
