@@ -116,7 +116,6 @@ fn scalar_nodes(ops: &[i32], nums: &[f64], nodes: &mut Vec<ScalarNode>) -> bool 
     true
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -127,11 +127,12 @@ impl Tape {
 
 /// A whole evaluation made of scalar nodes, as JavaScript queued them
 /// (src/js/queue.js): its values, its sweep and its gradients, with no graph
-/// recorded. The same formulas (`scalar::value`, `scalar::accumulate`) in
-/// the same order as `Graph::scalar_op` and `Tape::backward`, whose walk
-/// from the root this one repeats, so the results are the tape's bit for
-/// bit; what it saves is the graph's bookkeeping (nodes, parents lists, an
-/// arena), most of an evaluation's cost in the core on a small model.
+/// recorded. The same formulas (`scalar::value`, and `scalar::partial` as
+/// `scalar::accumulate` applies it) in the same order as `Graph::scalar_op`
+/// and `Tape::backward`, whose walk from the root this one repeats, so the
+/// results are the tape's bit for bit; what it saves is the graph's
+/// bookkeeping (nodes, parents lists, an arena), most of an evaluation's
+/// cost in the core on a small model.
 #[derive(Default)]
 pub struct Scalars {
     /// The queued nodes, by id.
@@ -143,15 +144,15 @@ pub struct Scalars {
 #[derive(Clone, Copy)]
 pub struct ScalarNode {
     /// `None` for a leaf.
-    pub formula: Option<Formula>,
+    formula: Option<Formula>,
     /// pow's exponent (0 for any other formula).
-    pub k: f64,
+    k: f64,
     /// The operands, `b == a` for a unary op (as `Graph::scalar_op` reads them).
-    pub a: u32,
-    pub b: u32,
+    a: u32,
+    b: u32,
     /// A parameter leaf: the sweep's sources.
-    pub param: bool,
-    pub value: f64,
+    param: bool,
+    value: f64,
     adj: f64,
     needs: bool,
     seen: bool,
