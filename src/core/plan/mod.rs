@@ -66,6 +66,10 @@ impl Default for Passes {
 struct ScalarStep {
     formula: Formula,
     needs: [bool; 2],
+    /// In a forward step, which operands (bit 0 `a`, bit 1 `b`) are the
+    /// step before's value, which `Plan::forward` then has in a register
+    /// (`carry_chains`); 0 in a backward step.
+    carried: u8,
     out: u32,
     a: u32,
     b: u32,
@@ -99,7 +103,39 @@ impl Step {
         if node.shape != Shape::Scalar || node.parents.len() != arity || !node.parents.iter().all(scalar) {
             return Step::Node(id);
         }
-        Step::Scalar(ScalarStep { formula, needs: [needs[a as usize], needs[b as usize]], out, a: va, b: vb, k })
+        Step::Scalar(ScalarStep { formula, needs: [needs[a as usize], needs[b as usize]], carried: 0, out, a: va, b: vb, k })
+    }
+}
+
+/// Runs of scalar steps shorter than this keep their operands in the arena.
+const CHAIN: usize = 8;
+
+/// Mark the operands each forward scalar step takes from the step before
+/// (`ScalarStep::carried`), in runs of more than `CHAIN` such steps: a
+/// chain of dependent ops, where reading back the value just stored is a
+/// wait on every op. In shorter runs the ops of several chains overlap
+/// anyway, and the test cost more than the wait it saved (the ten-scalar
+/// model's compiled call, 3.5% slower with every run marked).
+fn carry_chains(forward: &mut [Step]) {
+    let carried = |before: &Step, s: &Step| match (before, s) {
+        (Step::Scalar(before), Step::Scalar(s)) => (s.a == before.out) as u8 | ((s.b == before.out) as u8) << 1,
+        _ => 0,
+    };
+    let mut start = 0;
+    for i in 1..=forward.len() {
+        if i < forward.len() && carried(&forward[i - 1], &forward[i]) != 0 {
+            continue;
+        }
+        // Steps start + 1 .. i each take an operand from the step before.
+        if i - start > CHAIN {
+            for j in start + 1..i {
+                let c = carried(&forward[j - 1], &forward[j]);
+                if let Step::Scalar(s) = &mut forward[j] {
+                    s.carried = c;
+                }
+            }
+        }
+        start = i;
     }
 }
 
@@ -116,6 +152,8 @@ pub struct Plan {
     /// Op nodes whose adjoint is propagated, in sweep order (reverse).
     backward: Vec<Step>,
     needs: Vec<bool>,
+    /// Whether a forward step carries an operand (`carry_chains`).
+    chains: bool,
     /// Adjoint ranges cleared before each sweep.
     clear: Vec<(usize, usize)>,
     /// For a plan read from JSON, the names its slots are called by.
@@ -228,7 +266,8 @@ impl Plan {
         };
         needs[root as usize] = true;
         let pure: Vec<u32> = all.iter().copied().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
-        let forward = pure.iter().map(|&i| Step::of(&g.nodes, i, &needs)).collect();
+        let mut forward: Vec<Step> = pure.iter().map(|&i| Step::of(&g.nodes, i, &needs)).collect();
+        carry_chains(&mut forward);
         let backward = pure.iter().rev().filter(|&&i| needs[i as usize]).map(|&i| Step::of(&g.nodes, i, &needs)).collect();
         let mut clear: Vec<(usize, usize)> = Vec::new();
         for (i, node) in g.nodes.iter().enumerate() {
@@ -241,7 +280,8 @@ impl Plan {
             }
         }
         let adj = vec![0.0; g.values.len()];
-        Plan { graph: g, adj, root, params, inputs, forward, backward, needs, clear, names: None }
+        let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
+        Plan { graph: g, adj, root, params, inputs, forward, backward, needs, chains, clear, names: None }
     }
 
     pub fn params(&self) -> &[Slot] {
@@ -295,10 +335,28 @@ impl Plan {
 
     /// Evaluate every non-constant node; the root's value after.
     pub fn forward(&mut self) -> Result<&[f64]> {
+        if self.chains {
+            self.forward_with::<true>()
+        } else {
+            self.forward_with::<false>()
+        }
+    }
+
+    /// `forward`, with `CARRY` the steps that take the step before's value
+    /// (a chain of scalar ops) take it from a register, not back from the
+    /// arena it was just stored to (a wait of several cycles on every op).
+    /// Without, no step pays for the test.
+    fn forward_with<const CARRY: bool>(&mut self) -> Result<&[f64]> {
         let g = &mut self.graph;
+        let mut last = 0.0;
         for step in &self.forward {
             match *step {
-                Step::Scalar(s) => g.values[s.out as usize] = scalar::value(s.formula, s.k, g.values[s.a as usize], g.values[s.b as usize]),
+                Step::Scalar(s) => {
+                    let x = if CARRY && s.carried & 1 != 0 { last } else { g.values[s.a as usize] };
+                    let y = if CARRY && s.carried & 2 != 0 { last } else { g.values[s.b as usize] };
+                    last = scalar::value(s.formula, s.k, x, y);
+                    g.values[s.out as usize] = last;
+                }
                 Step::Node(id) => eval(&g.nodes, id as usize, &mut g.values, &mut g.aux)?,
             }
         }
@@ -409,3 +467,6 @@ fn compact(src: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passe
     }
     Ok((g, new_id))
 }
+
+#[cfg(test)]
+mod tests;
