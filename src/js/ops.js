@@ -37,7 +37,7 @@ function sharedShape(x, y) {
 /** The Var of a queued op, whose shape is known here. */
 function queuedVar(t, id, parents, spec, shape) {
   const v = opVar(t, id, parents, spec);
-  v._shape = shape.length === 0 ? [] : [...shape];
+  v._shape = shape.length === 0 ? [] : shape.length === 1 ? [shape[0]] : [shape[0], shape[1]];
   return v;
 }
 
