@@ -153,13 +153,7 @@ function signedZeroIn(nodes) {
     if (n === null || typeof n !== 'object') continue;
     if (typeof n.toJSON === 'function') return true;
     const data = n.data;
-    if (data !== undefined) {
-      if (!Array.isArray(data) || typeof data.toJSON === 'function') return true;
-      for (let j = 0; j < data.length; j++) {
-        const x = data[j];
-        if (typeof x !== 'number' || (x === 0 && 1 / x < 0)) return true;
-      }
-    }
+    if (data !== undefined && (!Array.isArray(data) || negativeZero(data, 1))) return true;
     if (n.args !== undefined && negativeZero(n.args, 4)) return true;
   }
   return false;
