@@ -21,7 +21,8 @@ const RANKS: &[(&str, u32)] = &[
     ("kernels", 2),
     ("graph", 3),
     ("plan", 4),
-    ("tape", 4),
+    ("flat", 4),
+    ("tape", 5),
     ("json", 5),
 ];
 

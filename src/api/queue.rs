@@ -4,11 +4,13 @@
 
 use super::{coded, leaf_op, tape_finish, with_tape, POW};
 use crate::core::error::Result;
-use crate::core::graph::batched;
-use crate::core::kernels::scalar::{self, Formula};
+use crate::core::flat::Flat;
+use crate::core::graph::{batched, Graph};
+use crate::core::kernels::scalar;
 use crate::core::op::{Exponent, Op};
+use crate::core::plan::Plan;
 use crate::core::shape::Shape;
-use crate::core::tape::ScalarNode;
+use crate::core::tape::{Repeat, Tape};
 use crate::fail;
 
 /// Record a batch of nodes written by JavaScript (src/js/queue.js), three
@@ -20,33 +22,38 @@ use crate::fail;
 /// length; each must get that id. Returns the new length.
 pub fn tape_apply(t: u32, ops: &[i32], nums: &[f64]) -> Result<u32> {
     with_tape(t, |t| {
-        let g = &mut t.graph;
         for entry in ops.chunks_exact(3) {
-            let expected = g.nodes.len() as u32;
-            let (code, a, b) = (entry[0], entry[1], entry[2]);
-            let id = if code < 0 {
-                let shape = if b < 0 { Shape::Scalar } else { Shape::Vector(b as usize) };
-                let at = a.max(0) as usize;
-                let Some(data) = at.checked_add(shape.size()).and_then(|end| nums.get(at..end)) else {
-                    return fail!("queued values {a}..{a}+{b} do not exist");
-                };
-                g.leaf(leaf_op((-1 - code) as u32), shape, data)?
-            } else {
-                let (op, parents, n) = queued_op(entry, nums)?;
-                let parents = &parents[..n];
-                let scalar = |p: &u32| g.node(*p).is_ok_and(|n| n.shape == Shape::Scalar);
-                if scalar::has_formula(op) && parents.iter().all(scalar) {
-                    g.scalar_op(op, parents)?
-                } else {
-                    g.op(op, parents, true)?
-                }
-            };
-            if id != expected {
-                return fail!("queued node {expected} was recorded as {id}");
-            }
+            record(&mut t.graph, entry, nums)?;
         }
-        Ok(g.nodes.len() as u32)
+        Ok(t.graph.nodes.len() as u32)
     })
+}
+
+/// Record one entry on `g` (see `tape_apply`).
+fn record(g: &mut Graph, entry: &[i32], nums: &[f64]) -> Result<()> {
+    let expected = g.nodes.len() as u32;
+    let (code, a, b) = (entry[0], entry[1], entry[2]);
+    let id = if code < 0 {
+        let shape = if b < 0 { Shape::Scalar } else { Shape::Vector(b as usize) };
+        let at = a.max(0) as usize;
+        let Some(data) = at.checked_add(shape.size()).and_then(|end| nums.get(at..end)) else {
+            return fail!("queued values {a}..{a}+{b} do not exist");
+        };
+        g.leaf(leaf_op((-1 - code) as u32), shape, data)?
+    } else {
+        let (op, parents, n) = queued_op(entry, nums)?;
+        let parents = &parents[..n];
+        let scalar = |p: &u32| g.node(*p).is_ok_and(|n| n.shape == Shape::Scalar);
+        if scalar::has_formula(op) && parents.iter().all(scalar) {
+            g.scalar_op(op, parents)?
+        } else {
+            g.op(op, parents, true)?
+        }
+    };
+    if id != expected {
+        return fail!("queued node {expected} was recorded as {id}");
+    }
+    Ok(())
 }
 
 /// An op entry's op, operands and how many of them there are.
@@ -69,17 +76,32 @@ fn queued_op(entry: &[i32], nums: &[f64]) -> Result<(Op, [u32; 2], usize)> {
 /// call: `ops` holds the queued entries (as `tape_apply` reads them) and
 /// `nums` their first `m` numbers; the leaves' gradients (`total` values)
 /// are written over `nums` from the start. An evaluation made only of
-/// queued scalar nodes is swept without recording them (`tape::Scalars`);
-/// any other is recorded, then finished by `tape_finish`.
+/// queued nodes runs as a plan when it repeats the one before on this tape
+/// (`tape::Repeat`), else is swept without recording a graph
+/// (`flat::Flat`); any other is recorded, then finished by `tape_finish`.
 #[allow(clippy::too_many_arguments)]
 pub fn tape_finish_queued(t: u32, ops: &[i32], nums: &mut [f64], m: usize, root: u32, swept: bool, leaves: &[i32], total: usize) -> Result<f64> {
-    let scalars = with_tape(t, |t| {
-        if swept || !t.graph.nodes.is_empty() || !scalar_nodes(ops, nums.get(..m).unwrap_or(&[]), &mut t.scalars.nodes) {
+    let done = with_tape(t, |t| {
+        if swept || !t.graph.nodes.is_empty() || m.max(total) > nums.len() {
             return Ok(None);
         }
-        Ok(nums.get_mut(..total).and_then(|out| t.scalars.finish(root, leaves, out)))
+        let repeat = &mut t.repeat;
+        let same = repeat.key.len() == ops.len() + 1 + leaves.len()
+            && repeat.key[..ops.len()] == *ops
+            && repeat.key[ops.len()] == root as i32
+            && repeat.key[ops.len() + 1..] == *leaves
+            && repeat.baked_in(nums);
+        if !same {
+            remember(repeat, ops, &nums[..m], root, leaves);
+        } else if repeat.plan.is_some() || plan_repeat(t, ops, &nums[..m], root, leaves)? {
+            return t.repeat.replay(nums).map(Some);
+        }
+        if !flat_nodes(ops, &nums[..m], &mut t.flat) {
+            return Ok(None);
+        }
+        Ok(t.flat.finish(root, leaves, &mut nums[..total]))
     })?;
-    if let Some(value) = scalars {
+    if let Some(value) = done {
         return Ok(value);
     }
     let Some(queued) = nums.get(..m) else { return fail!("queue overflow") };
@@ -89,29 +111,83 @@ pub fn tape_finish_queued(t: u32, ops: &[i32], nums: &mut [f64], m: usize, root:
     tape_finish(t, root, swept, &ids, out)
 }
 
-/// The queued entries as scalar nodes, into `nodes`; false unless each is
-/// a scalar leaf or an op with a scalar formula on earlier nodes (any other
-/// entry, valid or not, is left to `tape_apply`).
-fn scalar_nodes(ops: &[i32], nums: &[f64], nodes: &mut Vec<ScalarNode>) -> bool {
-    nodes.clear();
-    for (i, entry) in ops.chunks_exact(3).enumerate() {
+/// Describe this evaluation in `repeat`, so that the next can be told the
+/// same: its entries, root and leaves, and pow's exponents (which its plan
+/// would hold; every other number is an argument of the plan).
+fn remember(repeat: &mut Repeat, ops: &[i32], nums: &[f64], root: u32, leaves: &[i32]) {
+    repeat.plan = None;
+    repeat.key.clear();
+    repeat.key.extend_from_slice(ops);
+    repeat.key.push(root as i32);
+    repeat.key.extend_from_slice(leaves);
+    repeat.baked.clear();
+    for entry in ops.chunks_exact(3).filter(|e| e[0] as u32 == POW) {
+        if let Some((at, x)) = usize::try_from(entry[2]).ok().and_then(|at| Some((at, nums.get(at)?))) {
+            repeat.baked.push((at, x.to_bits()));
+        }
+    }
+}
+
+/// Build the plan of an evaluation seen twice in a row into `t.repeat`:
+/// recorded on the graph as the tape would record it, its parameter
+/// leaves the plan's parameters and every other leaf an input, so that each
+/// replay reads all its numbers afresh. False, leaving it to be swept as
+/// before, when a gradient is asked of a node that is not a parameter
+/// leaf or the root is not a scalar (the paths that report why).
+fn plan_repeat(t: &mut Tape, ops: &[i32], nums: &[f64], root: u32, leaves: &[i32]) -> Result<bool> {
+    let (mut params, mut inputs, mut fed, mut fed_inputs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (id, entry) in ops.chunks_exact(3).enumerate() {
+        let (code, at, len) = (entry[0], entry[1].max(0) as usize, entry[2]);
+        if code < 0 {
+            let range = at..at + if len < 0 { 1 } else { len as usize };
+            if leaf_op((-1 - code) as u32) == Op::Leaf {
+                params.push(id as u32);
+                fed.push(range);
+            } else {
+                inputs.push(id as u32);
+                fed_inputs.push(range);
+            }
+        }
+    }
+    let grads: Option<Vec<usize>> = leaves.iter().map(|&id| params.iter().position(|&p| p as i32 == id)).collect();
+    let Some(grads) = grads else {
+        t.repeat.key.clear();
+        return Ok(false);
+    };
+    let g = &mut t.graph;
+    for entry in ops.chunks_exact(3) {
+        record(g, entry, nums)?;
+    }
+    let plan = Plan::build(g, root, &params, &inputs);
+    t.reset();
+    let Some(plan) = plan.ok().filter(|p| p.root_shape() == Shape::Scalar) else {
+        t.repeat.key.clear();
+        return Ok(false);
+    };
+    fed.extend(fed_inputs);
+    t.repeat.plan = Some(plan);
+    t.repeat.slots = fed;
+    t.repeat.grads = grads;
+    Ok(true)
+}
+
+/// The queued entries as flat nodes, into `flat`; false when one is not
+/// (it is then left, valid or not, to `tape_apply`).
+fn flat_nodes(ops: &[i32], nums: &[f64], flat: &mut Flat) -> bool {
+    flat.clear();
+    for entry in ops.chunks_exact(3) {
         let (code, a, b) = (entry[0], entry[1], entry[2]);
-        let earlier = |p: u32| (p as usize) < i;
-        let node = if code < 0 {
-            match usize::try_from(a).ok().and_then(|a| nums.get(a)) {
-                Some(&x) if b < 0 => ScalarNode::leaf(leaf_op((-1 - code) as u32) == Op::Leaf, x),
-                _ => return false,
-            }
+        if code < 0 {
+            let shape = if b < 0 { Shape::Scalar } else { Shape::Vector(b as usize) };
+            let at = a.max(0) as usize;
+            let Some(data) = at.checked_add(shape.size()).and_then(|end| nums.get(at..end)) else { return false };
+            flat.leaf(leaf_op((-1 - code) as u32), shape, data);
         } else {
-            let Ok((op, [a, b], n)) = queued_op(entry, nums) else { return false };
-            let Some((f, k)) = Formula::of(op) else { return false };
-            match (f.binary(), n) {
-                (true, 2) if earlier(a) && earlier(b) => ScalarNode::op(f, k, a, b, nodes),
-                (false, 1) if earlier(a) => ScalarNode::op(f, k, a, a, nodes),
-                _ => return false,
+            let Ok((op, parents, n)) = queued_op(entry, nums) else { return false };
+            if !flat.op(op, &parents[..n]) {
+                return false;
             }
-        };
-        nodes.push(node);
+        }
     }
     true
 }
@@ -120,119 +196,197 @@ fn scalar_nodes(ops: &[i32], nums: &[f64], nodes: &mut Vec<ScalarNode>) -> bool 
 mod tests {
     use super::*;
     use crate::api::{coded_ops, tape_free, tape_new};
+    use crate::core::kernels::scalar::Formula;
 
     const CONST: i32 = -1;
     const PARAM: i32 = -2;
     const INPUT: i32 = -3;
     const FORMULAS: [&str; 15] =
         ["add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "sqrt", "square", "tanh", "sigmoid", "relu", "lgamma"];
+    /// The parameter leaves of every program, whose gradients are asked for.
+    const PARAMS: [i32; 6] = [0, 1, 2, 3, 4, 8];
 
     fn code(name: &str) -> i32 {
         coded_ops().iter().position(|n| *n == name).unwrap() as i32
     }
 
-    /// A scalar program as JavaScript would queue it: five parameters (the
-    /// last unused), two constants and an input, then `ops` ops whose
-    /// operands are drawn from all earlier nodes, so that some nodes feed
-    /// many others (the order their adjoints are summed in then shows).
-    fn program(ops: usize, seed: u32) -> (Vec<i32>, Vec<f64>) {
+    /// A program as JavaScript would queue it: five scalar parameters (the
+    /// last unused), two constants, an input, and with `vectors` a vector
+    /// parameter and a vector constant of three values (else scalars); then
+    /// `ops` ops whose operands are drawn from all earlier nodes, so that
+    /// some nodes feed many others (the order their adjoints are summed in
+    /// then shows), vectors broadcast against scalars and summed. Returns
+    /// the entries, the numbers and the scalar nodes (roots to sweep from).
+    fn program(ops: usize, seed: u32, vectors: bool) -> (Vec<i32>, Vec<f64>, Vec<u32>) {
         let mut s = seed;
         let mut next = |n: usize| {
             s = s.wrapping_mul(1664525).wrapping_add(1013904223);
             (s >> 8) as usize % n
         };
-        let (mut entries, mut nums) = (Vec::new(), Vec::new());
-        for (kind, x) in [(PARAM, 0.7), (PARAM, -1.3), (PARAM, 2.1), (PARAM, 0.4), (PARAM, 9.0), (CONST, 3.0), (CONST, -0.5), (INPUT, 1.5)] {
-            entries.extend([kind, nums.len() as i32, -1]);
-            nums.push(x);
+        let (mut entries, mut nums, mut len) = (Vec::new(), Vec::new(), Vec::new());
+        let len3 = if vectors { 3 } else { 1 };
+        let leaves = [(PARAM, 0.7), (PARAM, -1.3), (PARAM, 2.1), (PARAM, 0.4), (PARAM, 9.0), (CONST, 3.0), (CONST, -0.5), (INPUT, 1.5)];
+        for (kind, x) in leaves.into_iter().chain([(PARAM, 0.3), (CONST, -2.0)]) {
+            let n = if entries.len() / 3 >= 8 { len3 } else { 1 };
+            entries.extend([kind, nums.len() as i32, if n == 1 { -1 } else { n as i32 }]);
+            nums.extend((0..n).map(|i| x + 0.25 * i as f64));
+            len.push(n);
         }
-        let leaves = 8;
-        for i in leaves..leaves + ops {
+        let first = len.len();
+        for i in first..first + ops {
             // Operands among the leaves but the unused parameter, or any op.
             let pick = |r: usize| if r < 4 { r } else { 5 + r - 4 };
-            let a = pick(next(i - 1)) as i32;
-            let b = if next(5) == 0 { a } else { pick(next(i - 1)) as i32 };
-            if next(FORMULAS.len() + 1) == FORMULAS.len() {
-                // pow, its exponent among the numbers
-                entries.extend([code("pow"), a, nums.len() as i32]);
-                nums.push([2.0, -1.5, 0.5, 3.0][next(4)]);
-                continue;
+            let a = pick(next(i - 1));
+            // A second operand of the first's length, or a scalar.
+            let mut b = if next(5) == 0 { a } else { pick(next(i - 1)) };
+            if len[a] > 1 && len[b] > 1 && len[a] != len[b] {
+                b = a;
             }
-            let f = FORMULAS[next(FORMULAS.len())];
-            let binary = Formula::of(coded(code(f) as u32).unwrap()).unwrap().0.binary();
-            entries.extend([code(f), a, if binary { b } else { -1 }]);
+            let r = next(FORMULAS.len() + 3);
+            let (entry, n) = if r == FORMULAS.len() {
+                // pow, its exponent among the numbers
+                nums.push([2.0, -1.5, 0.5, 3.0][next(4)]);
+                ([code("pow"), a as i32, nums.len() as i32 - 1], len[a])
+            } else if r > FORMULAS.len() {
+                ([code(if r % 2 == 0 { "sum" } else { "mean" }), a as i32, -1], 1)
+            } else {
+                let f = FORMULAS[r];
+                let binary = Formula::of(coded(code(f) as u32).unwrap()).unwrap().0.binary();
+                if binary {
+                    ([code(f), a as i32, b as i32], len[a].max(len[b]))
+                } else {
+                    ([code(f), a as i32, -1], len[a])
+                }
+            };
+            entries.extend(entry);
+            len.push(n);
         }
-        (entries, nums)
+        let scalars = (0..len.len() as u32).filter(|&i| len[i as usize] == 1).collect();
+        (entries, nums, scalars)
     }
 
     fn bits(xs: &[f64]) -> Vec<u64> {
         xs.iter().map(|x| x.to_bits()).collect()
     }
 
-    /// Sweeping the queued nodes without a graph gives the graph's bits:
-    /// values, every parameter's gradient (zero for the unused one), NaNs.
+    /// The value and gradients of the parameters that recording the
+    /// entries on a graph and sweeping it give.
+    fn on_the_graph(ops: &[i32], nums: &[f64], root: u32) -> (u64, Vec<u64>) {
+        let graph = tape_new();
+        tape_apply(graph, ops, nums).unwrap();
+        let ids: Vec<u32> = PARAMS.iter().map(|&id| id as u32).collect();
+        let total = with_tape(graph, |t| Ok(ids.iter().map(|&id| t.graph.nodes[id as usize].shape.size()).sum())).unwrap();
+        let mut out = vec![f64::NAN; total];
+        let value = tape_finish(graph, root, false, &ids, &mut out).unwrap();
+        tape_free(graph);
+        (value.to_bits(), bits(&out))
+    }
+
+    /// The same through `tape_finish_queued` on tape `t`.
+    fn queued(t: u32, ops: &[i32], nums: &[f64], root: u32, total: usize) -> (u64, Vec<u64>) {
+        let mut buffer = nums.to_vec();
+        let value = tape_finish_queued(t, ops, &mut buffer, nums.len(), root, false, &PARAMS, total).unwrap();
+        (value.to_bits(), bits(&buffer[..total]))
+    }
+
+    /// Sweeping the queued nodes without a graph, building the plan of a
+    /// repeat and replaying it give the graph's bits: values, every
+    /// parameter's gradient (zero for the unused one), NaNs; a replay reads
+    /// the numbers of its own call.
     #[test]
-    fn scalar_evaluations_swept_without_a_graph_give_the_tape_bits() {
-        let leaves: [i32; 5] = [0, 1, 2, 3, 4];
-        for seed in 0..40 {
-            let (ops, nums) = program(60, seed);
-            let n = (ops.len() / 3) as u32;
-            let mut nodes = Vec::new();
-            assert!(scalar_nodes(&ops, &nums, &mut nodes), "seed {seed}: every entry is a scalar node");
-            // The last op, an op in the middle, a parameter, a constant as the root.
-            for root in [n - 1, n / 2 + 4, 2, 5] {
-                let flat = tape_new();
-                let mut buffer = nums.clone();
-                let value = tape_finish_queued(flat, &ops, &mut buffer, nums.len(), root, false, &leaves, 5).unwrap();
-                let graph = tape_new();
-                tape_apply(graph, &ops, &nums).unwrap();
-                let mut out = vec![f64::NAN; 5];
-                let ids: Vec<u32> = leaves.iter().map(|&id| id as u32).collect();
-                let expected = tape_finish(graph, root, false, &ids, &mut out).unwrap();
-                assert_eq!(value.to_bits(), expected.to_bits(), "seed {seed}, root {root}: value");
-                assert_eq!(bits(&buffer[..5]), bits(&out), "seed {seed}, root {root}: gradients {:?} vs {out:?}", &buffer[..5]);
-                assert_eq!(out[4], 0.0, "the unused parameter");
-                tape_free(flat);
-                tape_free(graph);
+    fn queued_evaluations_give_the_tape_bits_swept_flat_or_replayed() {
+        for vectors in [false, true] {
+            for seed in 0..40 {
+                let (ops, nums, scalars) = program(60, seed, vectors);
+                let total = if vectors { 8 } else { 6 };
+                let mut nodes = Flat::default();
+                assert!(flat_nodes(&ops, &nums, &mut nodes), "seed {seed}: every entry is a flat node");
+                // The last scalar op, one in the middle, a parameter, a constant as the root.
+                let mid = scalars[scalars.len() / 2 + 2];
+                for root in [*scalars.last().unwrap(), mid, 2, 5] {
+                    let t = tape_new();
+                    let mut moved = nums.clone();
+                    moved[0] += 0.125;
+                    moved[9] -= 1.0; // a vector parameter's first value, or a scalar one
+                    for (call, nums) in [&nums, &nums, &nums, &moved].into_iter().enumerate() {
+                        let expected = on_the_graph(&ops, nums, root);
+                        let got = queued(t, &ops, nums, root, total);
+                        assert_eq!(got, expected, "vectors {vectors}, seed {seed}, root {root}, call {call}");
+                        let planned = with_tape(t, |t| Ok(t.repeat.plan.is_some())).unwrap();
+                        assert_eq!(planned, call > 0, "a plan from the second call on");
+                    }
+                    assert_eq!(on_the_graph(&ops, &nums, root).1[4], 0, "the unused parameter");
+                    tape_free(t);
+                }
             }
         }
     }
 
-    /// Anything else is recorded as before: a vector leaf, an op on a later
-    /// node, an unknown code, a tape already holding nodes.
+    /// A call that differs from the one before in anything but the values of
+    /// its leaves is not replayed: its structure, its root, the leaves asked
+    /// for, or a pow exponent, which its plan holds.
+    #[test]
+    fn only_a_repeat_is_replayed() {
+        let (ops, nums, scalars) = program(40, 3, true);
+        let root = *scalars.last().unwrap();
+        let pow = ops.chunks_exact(3).position(|e| e[0] == code("pow")).expect("a pow in the program");
+        let at = ops[3 * pow + 2] as usize;
+        let t = tape_new();
+        queued(t, &ops, &nums, root, 8);
+        queued(t, &ops, &nums, root, 8);
+        let mut exponent = nums.clone();
+        exponent[at] += 1.0;
+        assert_eq!(queued(t, &ops, &exponent, root, 8), on_the_graph(&ops, &exponent, root));
+        assert!(with_tape(t, |t| Ok(t.repeat.plan.is_none())).unwrap(), "another exponent, another plan");
+        queued(t, &ops, &nums, root, 8);
+        queued(t, &ops, &nums, root, 8);
+        let other = scalars[scalars.len() - 2];
+        assert_eq!(queued(t, &ops, &nums, other, 8), on_the_graph(&ops, &nums, other));
+        assert!(with_tape(t, |t| Ok(t.repeat.plan.is_none())).unwrap(), "another root");
+        // A gradient asked of a constant: never planned, still answered as the graph does.
+        let mut asked = nums.clone();
+        let constant_too = [0, 1, 2, 3, 4, 5];
+        for _ in 0..3 {
+            let value = tape_finish_queued(t, &ops, &mut asked, nums.len(), root, false, &constant_too, 6).unwrap();
+            assert_eq!(value.to_bits(), on_the_graph(&ops, &nums, root).0);
+            assert_eq!(asked[5], 0.0, "a constant's gradient is zero");
+            asked.copy_from_slice(&nums);
+        }
+        assert!(with_tape(t, |t| Ok(t.repeat.plan.is_none())).unwrap());
+        tape_free(t);
+    }
+
+    /// Anything else is recorded as before: an op on a later node, an
+    /// unknown code, a missing exponent, a tape already holding nodes.
     #[test]
     fn other_queues_are_left_to_the_graph() {
-        let (ops, nums) = program(10, 1);
-        let mut nodes = Vec::new();
-        let mut vector = ops.clone();
-        vector[2] = 2; // the first leaf holds nums[0..2]
-        assert!(!scalar_nodes(&vector, &nums, &mut nodes));
+        let (ops, nums, _) = program(10, 1, false);
+        let mut nodes = Flat::default();
         let mut later = ops.clone();
-        later[3 * 9 + 1] = 12;
-        assert!(!scalar_nodes(&later, &nums, &mut nodes));
+        later[3 * 11 + 1] = 14;
+        assert!(!flat_nodes(&later, &nums, &mut nodes));
         let mut exponent = ops.clone();
-        exponent[3 * 9..3 * 9 + 3].copy_from_slice(&[code("pow"), 3, 99]); // no number 99
-        assert!(!scalar_nodes(&exponent, &nums, &mut nodes));
+        exponent[3 * 11..3 * 11 + 3].copy_from_slice(&[code("pow"), 3, 99]); // no number 99
+        assert!(!flat_nodes(&exponent, &nums, &mut nodes));
         assert!(tape_apply(tape_new(), &exponent, &nums).unwrap_err().0.contains("queued exponent 99 does not exist"));
         let mut unknown = ops.clone();
-        unknown[3 * 9] = 1000;
-        assert!(!scalar_nodes(&unknown, &nums, &mut nodes));
-        assert!(tape_finish_queued(tape_new(), &unknown, &mut nums.clone(), nums.len(), 17, false, &[0], 1)
-            .unwrap_err()
-            .0
-            .contains("unknown op code 1000"));
+        unknown[3 * 11] = 1000;
+        assert!(!flat_nodes(&unknown, &nums, &mut nodes));
+        let t = tape_new();
+        for _ in 0..3 {
+            let error = tape_finish_queued(t, &unknown, &mut nums.clone(), nums.len(), 17, false, &[0], 1).unwrap_err();
+            assert!(error.0.contains("unknown op code 1000"), "{}", error.0);
+            with_tape(t, |t| Ok(t.reset())).unwrap();
+        }
         // With leaves recorded already (a flush), the rest goes on the graph,
         // with the bits of a whole evaluation recorded there.
-        let (ops, nums) = program(30, 7);
-        let whole = tape_new();
-        tape_apply(whole, &ops, &nums).unwrap();
-        let mut expected = vec![0.0; 4];
-        let value = tape_finish(whole, 37, false, &[0, 1, 2, 3], &mut expected).unwrap();
+        let (ops, nums, _) = program(30, 7, false);
+        let expected = on_the_graph(&ops, &nums, 37);
         let t = tape_new();
-        tape_apply(t, &ops[..24], &nums).unwrap();
+        tape_apply(t, &ops[..27], &nums).unwrap();
         let mut buffer = nums.clone();
-        let got = tape_finish_queued(t, &ops[24..], &mut buffer, nums.len(), 37, false, &[0, 1, 2, 3], 4).unwrap();
-        assert_eq!((got.to_bits(), bits(&buffer[..4])), (value.to_bits(), bits(&expected)));
-        assert!(with_tape(t, |t| Ok(t.scalars.nodes.is_empty())).unwrap(), "not swept as scalars");
+        let got = tape_finish_queued(t, &ops[27..], &mut buffer, nums.len(), 37, false, &PARAMS, 6).unwrap();
+        assert_eq!((got.to_bits(), bits(&buffer[..6])), expected);
+        assert!(with_tape(t, |t| Ok(t.flat.is_empty() && t.repeat.key.is_empty())).unwrap(), "not swept flat");
     }
 }

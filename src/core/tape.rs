@@ -3,9 +3,10 @@
 //! JavaScript closures can run.
 
 use super::error::Result;
+use super::flat::Flat;
+use super::plan::Plan;
 use super::graph::{post_order_with, propagate, Graph, Walk};
 use super::kernels::matrix::axpy;
-use super::kernels::scalar::{self, Formula};
 use super::op::Op;
 use crate::fail;
 
@@ -18,8 +19,10 @@ pub struct Tape {
     walk: Walk,
     /// How many nodes of `order`, from the front, the sweep has still to visit.
     pending: usize,
-    /// An evaluation of scalar nodes only, swept without a graph.
-    pub scalars: Scalars,
+    /// An evaluation of queued nodes only, swept without a graph.
+    pub flat: Flat,
+    /// The plan of the evaluation before, should the next repeat it.
+    pub repeat: Repeat,
 }
 
 impl Tape {
@@ -125,131 +128,51 @@ impl Tape {
     }
 }
 
-/// A whole evaluation made of scalar nodes, as JavaScript queued them
-/// (src/js/queue.js): its values, its sweep and its gradients, with no graph
-/// recorded. The same formulas (`scalar::value`, and `scalar::partial` as
-/// `scalar::accumulate` applies it) in the same order as `Graph::scalar_op`
-/// and `Tape::backward`, whose walk from the root this one repeats, so the
-/// results are the tape's bit for bit; what it saves is the graph's
-/// bookkeeping (nodes, parents lists, an arena), most of an evaluation's
-/// cost in the core on a small model.
+/// An evaluation recorded the same way as the one before it on a tape (a
+/// sampler's potential, called again and again) runs as a plan built from
+/// it, as `compile` would build one: the recording and the walk are done
+/// once, and what repeats costs about a compiled call. Plans agree with the
+/// tape bit for bit, so this changes nothing but the time. Its recorder
+/// (the queue, api/queue.rs) says what counts as the same: `key`.
 #[derive(Default)]
-pub struct Scalars {
-    /// The queued nodes, by id.
-    pub nodes: Vec<ScalarNode>,
-    order: Vec<u32>,
-    stack: Vec<(u32, usize)>,
+pub struct Repeat {
+    /// The last evaluation, as its recorder describes it.
+    pub key: Vec<i32>,
+    /// Numbers the recorder reads into the ops themselves (pow's
+    /// exponents): where they sit among its numbers, and their bits.
+    pub baked: Vec<(usize, u64)>,
+    /// Built when the key is seen a second time in a row.
+    pub plan: Option<Plan>,
+    /// Where each argument of the plan (parameters, then inputs) sits among
+    /// the recorder's numbers.
+    pub slots: Vec<std::ops::Range<usize>>,
+    /// The plan parameter of each leaf whose gradient is asked for.
+    pub grads: Vec<usize>,
 }
 
-#[derive(Clone, Copy)]
-pub struct ScalarNode {
-    /// `None` for a leaf.
-    formula: Option<Formula>,
-    /// pow's exponent (0 for any other formula).
-    k: f64,
-    /// The operands, `b == a` for a unary op (as `Graph::scalar_op` reads them).
-    a: u32,
-    b: u32,
-    /// A parameter leaf: the sweep's sources.
-    param: bool,
-    value: f64,
-    adj: f64,
-    needs: bool,
-    seen: bool,
-}
-
-impl ScalarNode {
-    pub fn leaf(param: bool, value: f64) -> ScalarNode {
-        ScalarNode { formula: None, k: 0.0, a: 0, b: 0, param, value, adj: 0.0, needs: false, seen: false }
+impl Repeat {
+    /// Whether `baked` holds in `nums`.
+    pub fn baked_in(&self, nums: &[f64]) -> bool {
+        self.baked.iter().all(|&(at, bits)| nums.get(at).is_some_and(|x| x.to_bits() == bits))
     }
 
-    /// An op on earlier nodes, its value computed from theirs.
-    pub fn op(formula: Formula, k: f64, a: u32, b: u32, nodes: &[ScalarNode]) -> ScalarNode {
-        let value = scalar::value(formula, k, nodes[a as usize].value, nodes[b as usize].value);
-        ScalarNode { formula: Some(formula), k, a, b, param: false, value, adj: 0.0, needs: false, seen: false }
-    }
-}
-
-impl Scalars {
-    /// Sweep from `root` and write the gradients of `leaves` (ids as
-    /// JavaScript wrote them) into `out`; the root's value. `None`, with
-    /// `out` untouched, when a node named is not among them or `out` is
-    /// short: the graph's path says why.
-    pub fn finish(&mut self, root: u32, leaves: &[i32], out: &mut [f64]) -> Option<f64> {
-        let n = self.nodes.len();
-        let exists = |id: i32| id >= 0 && (id as usize) < n;
-        if root as usize >= n || !leaves.iter().all(|&id| exists(id)) || out.len() < leaves.len() {
-            return None;
+    /// Run the plan on the arguments in `nums`, and write the gradients
+    /// asked for over `nums` from the start, one after another; the root's value.
+    pub fn replay(&mut self, nums: &mut [f64]) -> Result<f64> {
+        let Some(plan) = self.plan.as_mut() else { return fail!("no plan to replay") };
+        for (i, r) in self.slots.iter().enumerate() {
+            let Some(data) = nums.get(r.clone()) else { return fail!("queue overflow") };
+            plan.set(i, data)?;
         }
-        self.walk(root);
-        let nodes = &mut self.nodes;
-        nodes[root as usize].adj = 1.0;
-        for &id in self.order.iter().rev() {
-            let node = nodes[id as usize];
-            if let (Some(f), true) = (node.formula, node.needs) {
-                let (a, b) = (node.a as usize, node.b as usize);
-                // The kernels' order: operand 0 first, then 1 (binary ops only).
-                if nodes[a].needs {
-                    let (x, y) = (nodes[a].value, nodes[b].value);
-                    nodes[a].adj += scalar::partial(f, node.k, 0, x, y, node.value, node.adj);
-                }
-                if f.binary() && nodes[b].needs {
-                    let (x, y) = (nodes[a].value, nodes[b].value);
-                    nodes[b].adj += scalar::partial(f, node.k, 1, x, y, node.value, node.adj);
-                }
-            }
+        let value = plan.forward()?[0];
+        plan.backward();
+        let mut at = 0;
+        for &p in &self.grads {
+            let n = plan.slot_size(p);
+            let Some(out) = nums.get_mut(at..at + n) else { return fail!("gradient buffer too small") };
+            plan.gradient(p, out)?;
+            at += n;
         }
-        for (o, &id) in out.iter_mut().zip(leaves) {
-            let node = &nodes[id as usize];
-            *o = if node.needs { node.adj } else { 0.0 };
-        }
-        Some(nodes[root as usize].value)
-    }
-
-    /// `post_order_with` from `root` on these nodes (parents from the last
-    /// to the first, a leaf finished when found), marking what carries an
-    /// adjoint and clearing its adjoint as `Tape::backward` does.
-    fn walk(&mut self, root: u32) {
-        let (nodes, order, stack) = (&mut self.nodes, &mut self.order, &mut self.stack);
-        let finish = |nodes: &mut [ScalarNode], order: &mut Vec<u32>, id: u32| {
-            let node = nodes[id as usize];
-            let needs = match node.formula {
-                None => node.param,
-                Some(f) => nodes[node.a as usize].needs || (f.binary() && nodes[node.b as usize].needs),
-            };
-            nodes[id as usize].needs = needs;
-            nodes[id as usize].adj = 0.0;
-            order.push(id);
-        };
-        order.clear();
-        stack.clear();
-        stack.push((root, 0));
-        nodes[root as usize].seen = true;
-        while let Some(top) = stack.last_mut() {
-            let (id, visited) = *top;
-            let node = nodes[id as usize];
-            let parents: &[u32] = match node.formula {
-                None => &[],
-                Some(f) if f.binary() => &[node.a, node.b],
-                Some(_) => &[node.a],
-            };
-            if visited < parents.len() {
-                top.1 += 1;
-                let p = parents[parents.len() - 1 - visited];
-                if !nodes[p as usize].seen {
-                    nodes[p as usize].seen = true;
-                    if nodes[p as usize].formula.is_none() {
-                        finish(nodes, order, p);
-                    } else {
-                        stack.push((p, 0));
-                    }
-                }
-            } else {
-                finish(nodes, order, id);
-                stack.pop();
-            }
-        }
-        // The root carries the seed whatever it is computed from.
-        nodes[root as usize].needs = true;
+        Ok(value)
     }
 }
