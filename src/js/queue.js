@@ -109,12 +109,21 @@ export function queueNumber(t, kind, x) {
   return entry(-1 - kind, at, -1);
 }
 
-/** Queue a vector leaf of `kind` holding `data` (at most QUEUED_VALUES values, copied now); returns its id. */
+/**
+ * Queue a vector leaf of `kind` holding `data` (at most QUEUED_VALUES
+ * values, copied now: a Float64Array, or an array, each of whose entries
+ * must then be a number); returns its id, or -1, with nothing queued, at
+ * an entry that is not a number.
+ */
 export function queueVector(t, kind, data) {
   const n = data.length;
   reserve(t, n);
   const at = numbers;
-  for (let i = 0; i < n; i++) nums[at + i] = data[i];
+  for (let i = 0; i < n; i++) {
+    const x = data[i];
+    if (typeof x !== 'number') return -1;
+    nums[at + i] = x;
+  }
   numbers += n;
   return entry(-1 - kind, at, n);
 }

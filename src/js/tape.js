@@ -242,9 +242,14 @@ export function numberConst(t, x) {
 
 /** The Var of a number constant already recorded as node `id`. */
 export function numberVar(t, id) {
+  return queuedLeafVar(t, id, []);
+}
+
+/** The Var of a leaf of shape `shape` already recorded as node `id`, its value left in the core. */
+function queuedLeafVar(t, id, shape) {
   const v = new Var(BUILD, NO_PARENTS, null, null, null);
   v._tape = t;
-  v._shape = [];
+  v._shape = shape;
   v._id = id;
   t.nodes++;
   return v;
@@ -279,6 +284,12 @@ export function lift(t, x, name = 'value') {
   if (x instanceof Var) return x._tape === t ? x : leafVar(t, CONST, x.value);
   if (typeof x === 'number') return numberConst(t, x);
   if (!Array.isArray(x)) return leafVar(t, CONST, asTensor(x, name));
+  if (x.length > 0 && x.length <= QUEUED_VALUES) {
+    // A short list of numbers (data an objective captures) goes straight
+    // into the queue; its value is read back from the core if ever asked.
+    const id = queueVector(t, CONST, x);
+    if (id >= 0) return queuedLeafVar(t, id, [x.length]);
+  }
   const shape = shapeOf(x, name);
   const n = sizeOf(shape);
   // A sparse array's length is not its data: refuse what no value can hold
