@@ -263,6 +263,12 @@ pub fn plan_from_json(text: String) -> Result<External<PlanCell>> {
     api::plan_from_json(&text).js().map(plan_external)
 }
 
+/// A plan object as src/js/parts.js encodes it.
+#[napi(catch_unwind)]
+pub fn plan_from_parts(stream: &[f64], strings: String) -> Result<External<PlanCell>> {
+    api::plan_from_parts(stream, &strings).js().map(plan_external)
+}
+
 /// Bytes the plan holds (0 once released).
 #[napi(catch_unwind)]
 pub fn plan_bytes(p: &External<PlanCell>) -> f64 {

@@ -348,6 +348,17 @@ pub extern "C" fn plan_from_json(len: u32) -> i32 {
     new_plan(text_arg(0, len).and_then(api::plan_from_json))
 }
 
+/// A plan object as src/js/parts.js encodes it: its numbers in scratch 1,
+/// its strings (a JSON array) in scratch 0.
+#[no_mangle]
+pub extern "C" fn plan_from_parts(numbers: u32, len: u32) -> i32 {
+    reserve_heap(READ_BYTES_PER_STREAM_NUMBER * numbers as usize);
+    new_plan(text_arg(0, len).and_then(|strings| api::plan_from_parts(buffer::<f64>(1, numbers), strings)))
+}
+
+/// Reading an encoded plan takes about this many bytes of heap per number.
+const READ_BYTES_PER_STREAM_NUMBER: usize = 64;
+
 /// Reading a plan takes about this many bytes of heap per byte of text (a
 /// 100 000-parameter plan peaked at ~10×).
 const READ_BYTES_PER_TEXT_BYTE: usize = 24;

@@ -326,6 +326,10 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
     json::plan_from_json(text)
 }
 
+pub fn plan_from_parts(stream: &[f64], strings: &str) -> Result<Plan> {
+    json::plan_from_parts(stream, strings)
+}
+
 /// How a plan read from JSON is called, as JSON text for JavaScript:
 /// `{"map": bool, "params": [{"name", "shape"}...], "inputs": [...]}`,
 /// names and shapes as the core read them from the plan's own text.

@@ -6,6 +6,7 @@ import { checkInputs } from './drivers.js';
 import { ReadMap, readOnce, readOnceLazily } from './forms.js';
 import { runMap } from './mapcall.js';
 import { batchPoints, emptyBatch, pointError, settle } from './batching.js';
+import { planParts } from './parts.js';
 import { Replay, sigOfShape, signature, signatureKey } from './replay.js';
 
 export const HAND_BUILT =
@@ -165,8 +166,11 @@ function signedZeroIn(nodes) {
  */
 export function compileFromJSON(json) {
   if (typeof json === 'string' && !/^\s*\{/.test(json)) throw notAPlan();
-  const text = typeof json === 'string' ? json : textOf(json);
-  const plan = N.planFromJson(text);
+  // An object goes encoded when it can (src/js/parts.js), else as text.
+  const parts = typeof json === 'string' ? null : planParts(json);
+  const text = parts !== null ? null : typeof json === 'string' ? json : textOf(json);
+  const rebuild = parts !== null ? () => N.planFromParts(parts.stream, parts.strings) : () => N.planFromJson(text);
+  const plan = rebuild();
   // Names and shapes as the core read them from the text, not from getters
   // that might answer differently a second time.
   const slots = JSON.parse(N.planSlots(plan));
@@ -175,7 +179,6 @@ export function compileFromJSON(json) {
   const shapes = slots.params.map((p) => p.shape);
   const inputKeys = slots.inputs.map((n) => n.name);
   const inputs = slots.inputs;
-  const rebuild = () => N.planFromJson(text);
   const replay = new Replay(plan, rebuild, map, keys, shapes, inputKeys, inputs.map((n) => n.shape), N.planRootShape(plan));
   const named = (ks, ss, quote) =>
     ks

@@ -277,6 +277,10 @@ export function loadWasm(bytes = wasmBytes()) {
       return plan(X.plan_build(t, root, n, putU32(1, inputs)));
     },
     planFromJson: (json) => plan(X.plan_from_json(putText(0, json))),
+    planFromParts(stream, strings) {
+      const n = put64(1, stream);
+      return plan(X.plan_from_parts(n, putText(0, strings)));
+    },
     // The view path's buffers come in lists, [flat, layout, views...], as
     // the napi binding takes them.
     planRun(h, data, grads) {

@@ -25,6 +25,7 @@
 
 mod check;
 mod messages;
+mod parts;
 pub mod schema;
 
 use super::error::{Error, Result};
@@ -62,6 +63,17 @@ pub fn plan_from_json(text: &str) -> Result<Plan> {
 pub fn plan_from_json_with(text: &str, passes: Passes) -> Result<Plan> {
     let doc: Field<PlanDoc> = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
     let Field::Is(doc) = doc else { return not_a_plan() };
+    plan_from_doc(doc, passes)
+}
+
+/// Rebuild a plan from a plan object as JavaScript encoded it (`parts`),
+/// optimized as `compile` would; what the same object's JSON text gives.
+pub fn plan_from_parts(stream: &[f64], strings: &str) -> Result<Plan> {
+    plan_from_doc(parts::document(stream, strings)?, Passes::default())
+}
+
+/// Check a plan document and build it (SPEC §8).
+fn plan_from_doc(doc: PlanDoc, passes: Passes) -> Result<Plan> {
     let Field::Is(nodes) = doc.nodes else { return not_a_plan() };
     let version = match doc.version {
         Field::Is(1.0) => 1,
