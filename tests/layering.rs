@@ -21,7 +21,6 @@ const RANKS: &[(&str, u32)] = &[
     ("kernels", 2),
     ("graph", 3),
     ("plan", 4),
-    ("flat", 4),
     ("tape", 5),
     ("json", 5),
 ];

@@ -1,10 +1,10 @@
 //! The queue's format: nodes JavaScript recorded into two typed arrays
 //! (src/js/queue.js), recorded on a tape in one call, or, for an
-//! evaluation made only of them, swept at its end without a graph.
+//! evaluation made only of them that repeats an earlier one, replayed as
+//! that one's plan.
 
 use super::{coded, leaf_op, tape_finish, with_tape, POW};
 use crate::core::error::Result;
-use crate::core::flat::Flat;
 use crate::core::graph::{batched, Graph};
 use crate::core::kernels::scalar;
 use crate::core::op::{Exponent, Op};
@@ -72,34 +72,38 @@ fn queued_op(entry: &[i32], nums: &[f64]) -> Result<(Op, [u32; 2], usize)> {
     Ok((op, [a, b as u32], if b < 0 { 1 } else { 2 }))
 }
 
+/// How many evaluations a tape remembers (`tape::Repeat`): a sampler may
+/// alternate a few objectives, each evaluated on the tape the one before
+/// it left.
+const REPEATS: usize = 4;
+
 /// The end of an evaluation whose last nodes JavaScript queued, in one
 /// call: `ops` holds the queued entries (as `tape_apply` reads them) and
 /// `nums` their first `m` numbers; the leaves' gradients (`total` values)
 /// are written over `nums` from the start. An evaluation made only of
-/// queued nodes runs as a plan when it repeats the one before on this tape
-/// (`tape::Repeat`), else is swept without recording a graph
-/// (`flat::Flat`); any other is recorded, then finished by `tape_finish`.
+/// queued nodes runs as a plan when it repeats one of the last few on this
+/// tape (`tape::Repeat`); any other is recorded, then finished by
+/// `tape_finish`.
 #[allow(clippy::too_many_arguments)]
 pub fn tape_finish_queued(t: u32, ops: &[i32], nums: &mut [f64], m: usize, root: u32, swept: bool, leaves: &[i32], total: usize) -> Result<f64> {
     let done = with_tape(t, |t| {
         if swept || !t.graph.nodes.is_empty() || m.max(total) > nums.len() {
             return Ok(None);
         }
-        let repeat = &mut t.repeat;
-        let same = repeat.key.len() == ops.len() + 1 + leaves.len()
-            && repeat.key[..ops.len()] == *ops
-            && repeat.key[ops.len()] == root as i32
-            && repeat.key[ops.len() + 1..] == *leaves
-            && repeat.baked_in(nums);
-        if !same {
-            remember(repeat, ops, &nums[..m], root, leaves);
-        } else if repeat.plan.is_some() || plan_repeat(t, ops, &nums[..m], root, leaves)? {
-            return t.repeat.replay(nums).map(Some);
-        }
-        if !flat_nodes(ops, &nums[..m], &mut t.flat) {
+        let Some(i) = t.repeats.iter().position(|r| same(r, ops, root, leaves, nums)) else {
+            if t.repeats.len() < REPEATS {
+                t.repeats.push(Repeat::default());
+            }
+            // The oldest makes way, and the newest goes first.
+            t.repeats.rotate_right(1);
+            remember(&mut t.repeats[0], ops, &nums[..m], root, leaves);
+            return Ok(None);
+        };
+        t.repeats[..=i].rotate_right(1);
+        if t.repeats[0].plan.is_none() && !plan_repeat(t, ops, &nums[..m], root, leaves)? {
             return Ok(None);
         }
-        Ok(t.flat.finish(root, leaves, &mut nums[..total]))
+        t.repeats[0].replay(nums).map(Some)
     })?;
     if let Some(value) = done {
         return Ok(value);
@@ -109,6 +113,16 @@ pub fn tape_finish_queued(t: u32, ops: &[i32], nums: &mut [f64], m: usize, root:
     let ids: Vec<u32> = leaves.iter().map(|&id| id as u32).collect();
     let Some(out) = nums.get_mut(..total) else { return fail!("queue overflow") };
     tape_finish(t, root, swept, &ids, out)
+}
+
+/// Whether this evaluation is the one `repeat` describes (`remember`).
+fn same(repeat: &Repeat, ops: &[i32], root: u32, leaves: &[i32], nums: &[f64]) -> bool {
+    let key = &repeat.key;
+    key.len() == ops.len() + 1 + leaves.len()
+        && key[..ops.len()] == *ops
+        && key[ops.len()] == root as i32
+        && key[ops.len() + 1..] == *leaves
+        && repeat.baked_in(nums)
 }
 
 /// Describe this evaluation in `repeat`, so that the next can be told the
@@ -128,7 +142,7 @@ fn remember(repeat: &mut Repeat, ops: &[i32], nums: &[f64], root: u32, leaves: &
     }
 }
 
-/// Build the plan of an evaluation seen twice in a row into `t.repeat`:
+/// Build the plan of an evaluation seen again into `t.repeats[0]`:
 /// recorded on the graph as the tape would record it, its parameter
 /// leaves the plan's parameters and every other leaf an input, so that each
 /// replay reads all its numbers afresh. False, leaving it to be swept as
@@ -151,7 +165,7 @@ fn plan_repeat(t: &mut Tape, ops: &[i32], nums: &[f64], root: u32, leaves: &[i32
     }
     let grads: Option<Vec<usize>> = leaves.iter().map(|&id| params.iter().position(|&p| p as i32 == id)).collect();
     let Some(grads) = grads else {
-        t.repeat.key.clear();
+        t.repeats[0].key.clear();
         return Ok(false);
     };
     let g = &mut t.graph;
@@ -161,35 +175,15 @@ fn plan_repeat(t: &mut Tape, ops: &[i32], nums: &[f64], root: u32, leaves: &[i32
     let plan = Plan::build(g, root, &params, &inputs);
     t.reset();
     let Some(plan) = plan.ok().filter(|p| p.root_shape() == Shape::Scalar) else {
-        t.repeat.key.clear();
+        t.repeats[0].key.clear();
         return Ok(false);
     };
     fed.extend(fed_inputs);
-    t.repeat.plan = Some(plan);
-    t.repeat.slots = fed;
-    t.repeat.grads = grads;
+    let repeat = &mut t.repeats[0];
+    repeat.plan = Some(plan);
+    repeat.slots = fed;
+    repeat.grads = grads;
     Ok(true)
-}
-
-/// The queued entries as flat nodes, into `flat`; false when one is not
-/// (it is then left, valid or not, to `tape_apply`).
-fn flat_nodes(ops: &[i32], nums: &[f64], flat: &mut Flat) -> bool {
-    flat.clear();
-    for entry in ops.chunks_exact(3) {
-        let (code, a, b) = (entry[0], entry[1], entry[2]);
-        if code < 0 {
-            let shape = if b < 0 { Shape::Scalar } else { Shape::Vector(b as usize) };
-            let at = a.max(0) as usize;
-            let Some(data) = at.checked_add(shape.size()).and_then(|end| nums.get(at..end)) else { return false };
-            flat.leaf(leaf_op((-1 - code) as u32), shape, data);
-        } else {
-            let Ok((op, parents, n)) = queued_op(entry, nums) else { return false };
-            if !flat.op(op, &parents[..n]) {
-                return false;
-            }
-        }
-    }
-    true
 }
 
 #[cfg(test)]
@@ -289,18 +283,16 @@ mod tests {
         (value.to_bits(), bits(&buffer[..total]))
     }
 
-    /// Sweeping the queued nodes without a graph, building the plan of a
-    /// repeat and replaying it give the graph's bits: values, every
-    /// parameter's gradient (zero for the unused one), NaNs; a replay reads
-    /// the numbers of its own call.
+    /// Recording the queued nodes, building the plan of a repeat and
+    /// replaying it give the graph's bits: values, every parameter's
+    /// gradient (zero for the unused one), NaNs; a replay reads the numbers
+    /// of its own call.
     #[test]
-    fn queued_evaluations_give_the_tape_bits_swept_flat_or_replayed() {
+    fn queued_evaluations_give_the_tape_bits_recorded_or_replayed() {
         for vectors in [false, true] {
             for seed in 0..40 {
                 let (ops, nums, scalars) = program(60, seed, vectors);
                 let total = if vectors { 8 } else { 6 };
-                let mut nodes = Flat::default();
-                assert!(flat_nodes(&ops, &nums, &mut nodes), "seed {seed}: every entry is a flat node");
                 // The last scalar op, one in the middle, a parameter, a constant as the root.
                 let mid = scalars[scalars.len() / 2 + 2];
                 for root in [*scalars.last().unwrap(), mid, 2, 5] {
@@ -312,7 +304,7 @@ mod tests {
                         let expected = on_the_graph(&ops, nums, root);
                         let got = queued(t, &ops, nums, root, total);
                         assert_eq!(got, expected, "vectors {vectors}, seed {seed}, root {root}, call {call}");
-                        let planned = with_tape(t, |t| Ok(t.repeat.plan.is_some())).unwrap();
+                        let planned = with_tape(t, |t| Ok(t.repeats[0].plan.is_some())).unwrap();
                         assert_eq!(planned, call > 0, "a plan from the second call on");
                     }
                     assert_eq!(on_the_graph(&ops, &nums, root).1[4], 0, "the unused parameter");
@@ -337,12 +329,12 @@ mod tests {
         let mut exponent = nums.clone();
         exponent[at] += 1.0;
         assert_eq!(queued(t, &ops, &exponent, root, 8), on_the_graph(&ops, &exponent, root));
-        assert!(with_tape(t, |t| Ok(t.repeat.plan.is_none())).unwrap(), "another exponent, another plan");
+        assert!(with_tape(t, |t| Ok(t.repeats[0].plan.is_none())).unwrap(), "another exponent, another plan");
         queued(t, &ops, &nums, root, 8);
         queued(t, &ops, &nums, root, 8);
         let other = scalars[scalars.len() - 2];
         assert_eq!(queued(t, &ops, &nums, other, 8), on_the_graph(&ops, &nums, other));
-        assert!(with_tape(t, |t| Ok(t.repeat.plan.is_none())).unwrap(), "another root");
+        assert!(with_tape(t, |t| Ok(t.repeats[0].plan.is_none())).unwrap(), "another root");
         // A gradient asked of a constant: never planned, still answered as the graph does.
         let mut asked = nums.clone();
         let constant_too = [0, 1, 2, 3, 4, 5];
@@ -352,32 +344,48 @@ mod tests {
             assert_eq!(asked[5], 0.0, "a constant's gradient is zero");
             asked.copy_from_slice(&nums);
         }
-        assert!(with_tape(t, |t| Ok(t.repeat.plan.is_none())).unwrap());
+        assert!(with_tape(t, |t| Ok(t.repeats[0].plan.is_none())).unwrap());
         tape_free(t);
     }
 
-    /// Anything else is recorded as before: an op on a later node, an
-    /// unknown code, a missing exponent, a tape already holding nodes.
+    /// Evaluations that alternate on one tape each keep their plan, up to
+    /// `REPEATS` of them; one more pushes the oldest out.
+    #[test]
+    fn alternating_evaluations_each_keep_their_plan() {
+        let programs: Vec<_> = (0..=REPEATS as u32).map(|seed| program(30, 100 + seed, seed % 2 == 1)).collect();
+        let t = tape_new();
+        for round in 0..3 {
+            for (k, (ops, nums, scalars)) in programs[..REPEATS].iter().enumerate() {
+                let root = *scalars.last().unwrap();
+                let total = if k % 2 == 1 { 8 } else { 6 };
+                assert_eq!(queued(t, ops, nums, root, total), on_the_graph(ops, nums, root), "round {round}, program {k}");
+                assert_eq!(with_tape(t, |t| Ok(t.repeats[0].plan.is_some())).unwrap(), round > 0);
+            }
+        }
+        let (ops, nums, scalars) = &programs[REPEATS];
+        queued(t, ops, nums, *scalars.last().unwrap(), 8);
+        let planned = with_tape(t, |t| Ok(t.repeats.iter().filter(|r| r.plan.is_some()).count())).unwrap();
+        assert_eq!(planned, REPEATS - 1, "the oldest was pushed out");
+        tape_free(t);
+    }
+
+    /// Anything else is recorded as before: an unknown code, a tape already
+    /// holding nodes.
     #[test]
     fn other_queues_are_left_to_the_graph() {
         let (ops, nums, _) = program(10, 1, false);
-        let mut nodes = Flat::default();
-        let mut later = ops.clone();
-        later[3 * 11 + 1] = 14;
-        assert!(!flat_nodes(&later, &nums, &mut nodes));
-        let mut exponent = ops.clone();
-        exponent[3 * 11..3 * 11 + 3].copy_from_slice(&[code("pow"), 3, 99]); // no number 99
-        assert!(!flat_nodes(&exponent, &nums, &mut nodes));
-        assert!(tape_apply(tape_new(), &exponent, &nums).unwrap_err().0.contains("queued exponent 99 does not exist"));
         let mut unknown = ops.clone();
         unknown[3 * 11] = 1000;
-        assert!(!flat_nodes(&unknown, &nums, &mut nodes));
         let t = tape_new();
         for _ in 0..3 {
             let error = tape_finish_queued(t, &unknown, &mut nums.clone(), nums.len(), 17, false, &[0], 1).unwrap_err();
             assert!(error.0.contains("unknown op code 1000"), "{}", error.0);
             with_tape(t, |t| Ok(t.reset())).unwrap();
         }
+        assert!(with_tape(t, |t| Ok(t.repeats.iter().all(|r| r.plan.is_none()))).unwrap());
+        let mut exponent = ops.clone();
+        exponent[3 * 11..3 * 11 + 3].copy_from_slice(&[code("pow"), 3, 99]); // no number 99
+        assert!(tape_apply(tape_new(), &exponent, &nums).unwrap_err().0.contains("queued exponent 99 does not exist"));
         // With leaves recorded already (a flush), the rest goes on the graph,
         // with the bits of a whole evaluation recorded there.
         let (ops, nums, _) = program(30, 7, false);
@@ -387,6 +395,6 @@ mod tests {
         let mut buffer = nums.clone();
         let got = tape_finish_queued(t, &ops[27..], &mut buffer, nums.len(), 37, false, &PARAMS, 6).unwrap();
         assert_eq!((got.to_bits(), bits(&buffer[..6])), expected);
-        assert!(with_tape(t, |t| Ok(t.flat.is_empty() && t.repeat.key.is_empty())).unwrap(), "not swept flat");
+        assert!(with_tape(t, |t| Ok(t.repeats.is_empty())).unwrap(), "not remembered");
     }
 }

@@ -72,28 +72,6 @@ impl Operand for Node {
     }
 }
 
-/// A node as a walk and a sweep read it. The graph's nodes, and those of an
-/// evaluation swept without a graph (`flat::Flat`): one walk and one
-/// propagation serve both, so both sum adjoints in the same order.
-pub trait Recorded: Operand {
-    fn op(&self) -> Op;
-    fn parents(&self) -> &[u32];
-    /// Where its scratch sits in the aux arena.
-    fn aux(&self) -> std::ops::Range<usize>;
-}
-
-impl Recorded for Node {
-    fn op(&self) -> Op {
-        self.op
-    }
-    fn parents(&self) -> &[u32] {
-        &self.parents
-    }
-    fn aux(&self) -> std::ops::Range<usize> {
-        self.aux..self.aux + self.aux_len
-    }
-}
-
 /// `Clone` gives each thread of a batch its own arena (src/batch.rs).
 #[derive(Default, Clone)]
 pub struct Graph {
@@ -136,8 +114,8 @@ fn parents_of(parents: &[u32]) -> Parents {
 
 /// The parents of `node` as a kernel reads them, from the lower part of an
 /// arena (parents always sit before their children).
-fn inputs<'a, N: Recorded>(nodes: &'a [N], node: &'a N, values: &'a [f64]) -> Inputs<'a, N> {
-    Inputs { operands: nodes, parents: node.parents(), values }
+fn inputs<'a>(nodes: &'a [Node], node: &'a Node, values: &'a [f64]) -> Inputs<'a, Node> {
+    Inputs { operands: nodes, parents: &node.parents, values }
 }
 
 /// Whether JavaScript may record `op` in batches (src/js/queue.js),
@@ -149,29 +127,28 @@ pub fn batched(op: Op) -> bool {
 }
 
 /// Evaluate node `id` from its parents' values.
-pub fn eval<N: Recorded>(nodes: &[N], id: usize, values: &mut [f64], aux: &mut [f64]) -> Result<()> {
+pub fn eval(nodes: &[Node], id: usize, values: &mut [f64], aux: &mut [f64]) -> Result<()> {
     let node = &nodes[id];
-    let (lower, upper) = values.split_at_mut(node.offset());
+    let (lower, upper) = values.split_at_mut(node.val);
     let p = inputs(nodes, node, lower);
-    kernels::forward(node.op(), &p, &mut upper[..node.shape().size()], &mut aux[node.aux()])
+    kernels::forward(node.op, &p, &mut upper[..node.shape.size()], &mut aux[node.aux..node.aux + node.aux_len])
 }
 
 /// Propagate node `id`'s adjoint to each parent that `needs` one.
-pub fn propagate<N: Recorded>(nodes: &[N], id: usize, values: &[f64], adj: &mut [f64], aux: &mut [f64], needs: &[bool]) {
+pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux: &mut [f64], needs: &[bool]) {
     let node = &nodes[id];
-    let (op, shape, val) = (node.op(), node.shape(), node.offset());
-    if let Some((f, k)) = Formula::of(op).filter(|_| shape == Shape::Scalar) {
+    if let Some((f, k)) = Formula::of(node.op).filter(|_| node.shape == Shape::Scalar) {
         // An elementwise op with a scalar result has scalar operands.
-        let parents = node.parents();
-        let (a, b) = (parents[0] as usize, parents[parents.len() - 1] as usize);
-        let at = [nodes[a].offset(), nodes[b].offset(), val];
+        let (a, b) = (node.parents[0] as usize, node.parents[node.parents.len() - 1] as usize);
+        let at = [nodes[a].val, nodes[b].val, node.val];
         return scalar::accumulate(f, k, at, [needs[a], needs[b]], values, adj);
     }
-    let (lower, upper) = adj.split_at_mut(val);
-    let g = &upper[..shape.size()];
+    let (lower, upper) = adj.split_at_mut(node.val);
+    let g = &upper[..node.shape.size()];
     let p = inputs(nodes, node, values);
-    let out = &values[val..val + shape.size()];
-    kernels::adjoint(op, &p, out, g, &mut aux[node.aux()], |parent| needs[parent as usize], lower);
+    let out = &values[node.range()];
+    let aux = &mut aux[node.aux..node.aux + node.aux_len];
+    kernels::adjoint(node.op, &p, out, g, aux, |parent| needs[parent as usize], lower);
 }
 
 impl Graph {
@@ -345,7 +322,7 @@ pub fn post_order_into(nodes: &[Node], root: u32, walk: &mut Walk, order: &mut V
 /// `post_order_into`, calling `finished` on each node as it joins `order`
 /// (its parents have joined before it), so that a sweep can do its marking
 /// in the same pass.
-pub fn post_order_with<N: Recorded>(nodes: &[N], root: u32, walk: &mut Walk, order: &mut Vec<u32>, mut finished: impl FnMut(u32)) {
+pub fn post_order_with(nodes: &[Node], root: u32, walk: &mut Walk, order: &mut Vec<u32>, mut finished: impl FnMut(u32)) {
     let Walk { seen, walk, stack } = walk;
     if seen.len() < nodes.len() {
         seen.resize(nodes.len(), 0);
@@ -362,7 +339,7 @@ pub fn post_order_with<N: Recorded>(nodes: &[N], root: u32, walk: &mut Walk, ord
     seen[root as usize] = now;
     while let Some(top) = stack.last_mut() {
         let (id, visited) = *top;
-        let parents = nodes[id as usize].parents();
+        let parents = &nodes[id as usize].parents;
         if visited < parents.len() {
             top.1 += 1;
             let p = parents[parents.len() - 1 - visited];
@@ -370,7 +347,7 @@ pub fn post_order_with<N: Recorded>(nodes: &[N], root: u32, walk: &mut Walk, ord
                 seen[p as usize] = now;
                 // A leaf is finished as soon as it is found (the order is
                 // the same as pushing it): a third of a small model's nodes.
-                if nodes[p as usize].parents().is_empty() {
+                if nodes[p as usize].parents.is_empty() {
                     order.push(p);
                     finished(p);
                 } else {

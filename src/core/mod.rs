@@ -2,7 +2,6 @@
 
 pub mod error;
 pub mod fastmath;
-pub mod flat;
 pub mod graph;
 pub mod json;
 pub mod kernels;

@@ -3,7 +3,6 @@
 //! JavaScript closures can run.
 
 use super::error::Result;
-use super::flat::Flat;
 use super::plan::Plan;
 use super::graph::{post_order_with, propagate, Graph, Walk};
 use super::kernels::matrix::axpy;
@@ -19,10 +18,9 @@ pub struct Tape {
     walk: Walk,
     /// How many nodes of `order`, from the front, the sweep has still to visit.
     pending: usize,
-    /// An evaluation of queued nodes only, swept without a graph.
-    pub flat: Flat,
-    /// The plan of the evaluation before, should the next repeat it.
-    pub repeat: Repeat,
+    /// The last few evaluations, most recent first, should the next
+    /// repeat one of them.
+    pub repeats: Vec<Repeat>,
 }
 
 impl Tape {
@@ -128,7 +126,7 @@ impl Tape {
     }
 }
 
-/// An evaluation recorded the same way as the one before it on a tape (a
+/// An evaluation recorded the same way as one of the last few on a tape (a
 /// sampler's potential, called again and again) runs as a plan built from
 /// it, as `compile` would build one: the recording and the walk are done
 /// once, and what repeats costs about a compiled call. Plans agree with the
@@ -141,7 +139,7 @@ pub struct Repeat {
     /// Numbers the recorder reads into the ops themselves (pow's
     /// exponents): where they sit among its numbers, and their bits.
     pub baked: Vec<(usize, u64)>,
-    /// Built when the key is seen a second time in a row.
+    /// Built when the key is seen again.
     pub plan: Option<Plan>,
     /// Where each argument of the plan (parameters, then inputs) sits among
     /// the recorder's numbers.

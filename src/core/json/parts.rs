@@ -21,11 +21,14 @@
 
 use super::schema::{Arg, Data, Field, Lenient, Node, Numbers, OpName, Options, PlanDoc};
 use crate::core::error::Result;
+use serde_json::Value;
 use crate::fail;
 
 /// The document `stream` and `strings` encode.
 pub fn document(stream: &[f64], strings: &str) -> Result<PlanDoc> {
-    let Ok(strings) = serde_json::from_str::<Vec<String>>(strings) else { return malformed() };
+    // Read as a `Value`, whose reader the text path has already: a reader
+    // of its own for `Vec<String>` cost the WebAssembly build 10s of KiB.
+    let Ok(Value::Array(strings)) = serde_json::from_str::<Value>(strings) else { return malformed() };
     let mut r = Reader { stream, at: 0, strings: &strings };
     let version = r.number()?;
     let root = r.number()?;
@@ -48,7 +51,7 @@ fn malformed<T>() -> Result<T> {
 struct Reader<'a> {
     stream: &'a [f64],
     at: usize,
-    strings: &'a [String],
+    strings: &'a [Value],
 }
 
 impl Reader<'_> {
@@ -83,7 +86,7 @@ impl Reader<'_> {
             return Ok(Field::Absent);
         }
         match self.strings.get(x as usize) {
-            Some(s) if x >= 0.0 && x.fract() == 0.0 => Ok(Field::Is(s.clone())),
+            Some(Value::String(s)) if x >= 0.0 && x.fract() == 0.0 => Ok(Field::Is(s.clone())),
             _ => malformed(),
         }
     }
