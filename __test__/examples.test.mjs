@@ -61,3 +61,13 @@ test('workers.mjs: plans rebuilt in worker_threads give bit-identical results', 
   assert.match(out, /bit-identical to the main thread: yes/);
   assert.match(out, /36 evaluations in 2 workers/);
 });
+
+test('nuts.mjs: eager and compiled chains agree bit for bit, and the posterior is the eight schools\'', () => {
+  const out = runExample('nuts.mjs');
+  assert.match(out, /same draws both ways: yes/);
+  // Published posterior means (Gelman et al., BDA3 §5.5): mu about 4.4, tau about 3.6.
+  const mu = numberAfter(out, 'posterior mean of mu');
+  assert.ok(mu > 2.5 && mu < 6.5, `posterior mean of mu ${mu}`);
+  const tau = numberAfter(out, 'posterior mean of tau');
+  assert.ok(tau > 1.5 && tau < 6, `posterior mean of tau ${tau}`);
+});
