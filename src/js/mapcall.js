@@ -103,7 +103,7 @@ export function runMap(replay, r) {
     if (!put(vals[i], shapes[j], flat, offsets[j])) return undefined;
     slots[i] = j;
   }
-  const value = N.planRunBound(replay.native());
+  const value = replay.runBound();
   const grads = replay.gradFlat;
   if (inOrder) return { value, gradient: state.make(grads, 0) };
   // The caller's key order.

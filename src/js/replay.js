@@ -29,6 +29,13 @@ const NO_VALUES = new Float64Array(0);
  * costs about half a microsecond a call, copying 1 024 values about as much.
  */
 const COPIED_UP_TO = 1024;
+/**
+ * The native plan the core runs on a call with no argument
+ * (N.planRunSelected): napi spends about 70 ns on a call's arguments, a
+ * compiled call's floor twice over, so a plan called again and again is
+ * selected once.
+ */
+let selected = null;
 
 /** A shape's part of a signature: `s`, `v<n>` or `<m>x<n>`. */
 export function sigOfShape(s) {
@@ -121,6 +128,16 @@ export class Replay {
     this.inputNames = inputKeys.map((k) => `input "${k}"`);
   }
 
+  /** The native plan run on the bound buffers (selected first if it is not); its value. */
+  runBound() {
+    const h = this.native();
+    if (h !== selected) {
+      N.planSelect(h);
+      selected = h;
+    }
+    return N.planRunSelected();
+  }
+
   /** The native plan, rebuilt if the budget released it (src/js/budget.js). */
   native() {
     if (this.plan === null) {
@@ -199,12 +216,12 @@ export class Replay {
     // Float64Array, no inputs; no view lists, no per-slot bookkeeping.
     if (this.single && inputs === undefined && typeof x === 'number') {
       this.flat[0] = x;
-      const value = N.planRunBound(this.native());
+      const value = this.runBound();
       return { value, gradient: this.gradFlat[0] };
     }
     if (this.single && inputs === undefined && (Array.isArray(x) || (x instanceof Float64Array && typedLength(x) >= 0 && typedLength(x) <= COPIED_UP_TO))) {
       this.feed(0, x, 'parameter', null);
-      const value = N.planRunBound(this.native());
+      const value = this.runBound();
       return { value, gradient: shapeGradient(formOf(x), this.shapes[0], this.gradFlat, 0) };
     }
     const views = this.feedAll(x, inputs);
@@ -229,7 +246,7 @@ export class Replay {
     const gradFlat = flatGradients ? this.gradFlat : NO_VALUES;
     const value =
       views.length === 0 && gradViews.length === 0
-        ? N.planRunBound(this.native())
+        ? this.runBound()
         : N.planRun(this.native(), [this.flat, this.layout, ...views], [gradFlat, gradLayout, ...gradViews]);
     const grads = new Array(np);
     for (let i = 0; i < np; i++) {

@@ -187,8 +187,10 @@ export function loadWasm(bytes = wasmBytes()) {
 
   start();
 
-  /** The queue's two arrays (src/js/queue.js), bound once. */
+  /** The queue's arrays (src/js/queue.js), bound once. */
   let queue = null;
+  /** The plan planRunSelected runs. */
+  let selected = null;
   /** The queue's first `ints` entries to scratch 0 and first `m` numbers to scratch 1, as tape_apply reads them. */
   function putQueue(ints, m) {
     const p0 = reserve(0, 4 * ints) >>> 2;
@@ -208,10 +210,11 @@ export function loadWasm(bytes = wasmBytes()) {
     tapeLeaf: (t, kind, data, rank, d0, d1) => id(X.tape_leaf(t, kind, put64(0, data), rank, d0, d1)),
     tapeNumber: (t, kind, x) => id(X.tape_number(t, kind, x)),
     tapeLength: (t) => id(X.tape_length(t)),
-    queueBind(ops, nums) {
-      queue = { ops, nums };
+    queueBind(ops, nums, args) {
+      queue = { ops, nums, args };
     },
-    tapeFinishQueued(t, n, m, root, swept, leaves, total) {
+    tapeFinishQueued() {
+      const [t, n, m, root, swept, leaves, total] = queue.args;
       // The gradients come back over the numbers, as many as the larger count.
       putQueue(3 * n + leaves, Math.max(m, total));
       const value = X.tape_finish_queued(t, n, m, root, swept, leaves, total);
@@ -221,7 +224,8 @@ export function loadWasm(bytes = wasmBytes()) {
       for (let i = 0; i < total; i++) queue.nums[i] = f64[p1 + i];
       return value;
     },
-    tapeApply(t, n, m) {
+    tapeApply() {
+      const [t, n, m] = queue.args;
       putQueue(3 * n, m);
       return id(X.tape_apply(t, n, m));
     },
@@ -322,7 +326,12 @@ export function loadWasm(bytes = wasmBytes()) {
       h.flat = flat;
       h.grad = grad;
     },
-    planRunBound(h) {
+    planSelect(h) {
+      selected = h;
+    },
+    planRunSelected() {
+      const h = selected;
+      if (h === null) throw new Error('no plan is selected');
       if (h.flat === undefined) throw new Error('this plan has no bound buffers');
       return runFlat(h, h.flat, h.grad);
     },

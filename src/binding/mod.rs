@@ -9,6 +9,9 @@ use crate::core::plan::Plan;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::cell::RefCell;
+use std::rc::Rc;
+
+mod many;
 
 fn js_err(e: CoreError) -> Error {
     Error::new(Status::GenericFailure, e.0)
@@ -110,6 +113,10 @@ pub fn tape_length(t: u32) -> Result<u32> {
 struct QueueCell {
     ops: Int32Array,
     nums: Float64Array,
+    /// The arguments of the calls on the queue (`tape_apply`,
+    /// `tape_finish_queued`), which take none: a call with any argument
+    /// costs about 70 ns more in napi's borrow bookkeeping.
+    args: Int32Array,
 }
 
 thread_local! {
@@ -122,52 +129,69 @@ thread_local! {
 }
 
 #[napi(catch_unwind)]
-pub fn queue_bind(env: Env, ops: Int32Array, nums: Float64Array) -> Result<()> {
-    let first = QUEUE.with(|q| q.borrow_mut().replace(QueueCell { ops, nums }).is_none());
+pub fn queue_bind(env: Env, ops: Int32Array, nums: Float64Array, args: Int32Array) -> Result<()> {
+    let first = QUEUE.with(|q| q.borrow_mut().replace(QueueCell { ops, nums, args }).is_none());
     if first {
         env.add_env_cleanup_hook((), |()| QUEUE.with(|q| drop(q.borrow_mut().take())))?;
     }
     Ok(())
 }
 
-/// `f` on this thread's queue: the first `len` entries of `ops`, and all of
-/// `nums` (read, then written by `tape_finish_queued`).
-fn with_queue<R>(len: usize, f: impl FnOnce(&[i32], &mut [f64]) -> Result<R>) -> Result<R> {
+/// `f` on this thread's queue: its arguments, its entries and its numbers
+/// (read, then written by `tape_finish_queued`).
+fn with_queue<R>(f: impl FnOnce(&[i32], &[i32], &mut [f64]) -> Result<R>) -> Result<R> {
     QUEUE.with(|q| {
         let mut q = q.borrow_mut();
-        let Some(QueueCell { ops, nums }) = q.as_mut() else {
+        let Some(QueueCell { ops, nums, args }) = q.as_mut() else {
             return Err(Error::new(Status::GenericFailure, "the queue is not bound"));
         };
-        let Some(ops) = ops.get(..len) else {
-            return Err(Error::new(Status::InvalidArg, "queue overflow"));
-        };
-        // SAFETY: the queue's own array, not aliased by `ops`, borrowed once for this call.
-        f(ops, unsafe { nums.as_mut() })
+        // SAFETY: the queue's own arrays, distinct, borrowed once for this call.
+        f(args, ops, unsafe { nums.as_mut() })
     })
+}
+
+fn overflow<T>() -> Result<T> {
+    Err(Error::new(Status::InvalidArg, "queue overflow"))
+}
+
+/// The queue's argument `i`, a tape, node or count.
+fn queue_arg(args: &[i32], i: usize) -> Result<u32> {
+    args.get(i).and_then(|&x| u32::try_from(x).ok()).map_or_else(overflow, Ok)
 }
 
 /// The first `m` of the queue's numbers.
 fn queued(nums: &[f64], m: u32) -> Result<&[f64]> {
-    nums.get(..m as usize).ok_or_else(|| Error::new(Status::InvalidArg, "queue overflow"))
+    nums.get(..m as usize).map_or_else(overflow, Ok)
 }
 
 /// Record the first `n` queued nodes (`3n` entries of `ops`) and their
-/// first `m` numbers on tape `t`; returns the tape's new length.
+/// first `m` numbers on tape `t`, the queue's arguments `[t, n, m]`;
+/// returns the tape's new length.
 #[napi(catch_unwind)]
-pub fn tape_apply(t: u32, n: u32, m: u32) -> Result<u32> {
-    with_queue(3 * n as usize, |ops, nums| api::tape_apply(t, ops, queued(nums, m)?).js())
+pub fn tape_apply() -> Result<u32> {
+    with_queue(|args, ops, nums| {
+        let [t, n, m] = [queue_arg(args, 0)?, queue_arg(args, 1)?, queue_arg(args, 2)?];
+        let Some(ops) = ops.get(..3 * n as usize) else { return overflow() };
+        api::tape_apply(t, ops, queued(nums, m)?).js()
+    })
 }
 
-/// `tape_apply` then `tape_finish` in one call, on the queue's buffers: the
-/// leaves' ids follow the `3n` queued entries in `ops`, and their gradients
-/// (`total` values) are written over `nums` from the start.
-#[allow(clippy::too_many_arguments)]
+/// `tape_apply` then `tape_finish` in one call, on the queue's buffers, its
+/// arguments `[t, n, m, root, swept, leaves, total]`: the leaves' ids
+/// follow the `3n` queued entries in `ops`, and their gradients (`total`
+/// values) are written over `nums` from the start.
 #[napi(catch_unwind)]
-pub fn tape_finish_queued(t: u32, n: u32, m: u32, root: u32, swept: bool, leaves: u32, total: u32) -> Result<f64> {
-    let entries = 3 * n as usize;
-    with_queue(entries + leaves as usize, |ops, nums| {
+pub fn tape_finish_queued() -> Result<f64> {
+    with_queue(|args, ops, nums| {
+        let mut a = [0u32; 7];
+        for (i, x) in a.iter_mut().enumerate() {
+            *x = queue_arg(args, i)?;
+        }
+        let [t, n, m, root, swept, leaves, total] = a;
+        let entries = 3 * n as usize;
+        let Some(ops) = ops.get(..entries + leaves as usize) else { return overflow() };
         let (queued, ids) = ops.split_at(entries);
-        api::tape_finish_queued(t, queued, nums, m as usize, root, swept, ids, total as usize).js()
+        api::tape_finish_queued(t, queued, nums, m as usize, root, swept != 0, ids, total as usize).js()
     })
 }
 
@@ -223,7 +247,19 @@ pub fn tape_finish(t: u32, root: u32, swept: bool, leaves: &[u32], mut out: Floa
 /// that makes and drops compiled functions would otherwise keep them all;
 /// src/js/budget.js decides when), and the cell refuses a call made from
 /// inside another on the same plan (from a getter the call ran).
-pub struct PlanCell(RefCell<Option<Plan>>, RefCell<Option<Bound>>);
+pub struct PlanCell(Rc<PlanSlot>);
+
+pub struct PlanSlot {
+    plan: RefCell<Option<Plan>>,
+    bound: RefCell<Option<Bound>>,
+}
+
+impl std::ops::Deref for PlanCell {
+    type Target = PlanSlot;
+    fn deref(&self) -> &PlanSlot {
+        &self.0
+    }
+}
 
 /// A Replay's flat argument and gradient buffers (src/js/replay.js), bound
 /// to its plan once so that a call converts no typed array: each held by a
@@ -235,8 +271,8 @@ struct Bound {
 }
 
 /// The plan of `p` for the length of `f`.
-fn with_plan<R>(p: &PlanCell, f: impl FnOnce(&mut Plan) -> Result<R>) -> Result<R> {
-    let Ok(mut slot) = p.0.try_borrow_mut() else {
+fn with_plan<R>(p: &PlanSlot, f: impl FnOnce(&mut Plan) -> Result<R>) -> Result<R> {
+    let Ok(mut slot) = p.plan.try_borrow_mut() else {
         return Err(Error::new(Status::GenericFailure, "a compiled function cannot be called from inside its own call"));
     };
     match slot.as_mut() {
@@ -250,7 +286,8 @@ fn with_plan<R>(p: &PlanCell, f: impl FnOnce(&mut Plan) -> Result<R>) -> Result<
 /// collector weighs a dropped plan by what it frees.
 fn plan_external(plan: Plan) -> External<PlanCell> {
     let bytes = plan.bytes();
-    External::new_with_size_hint(PlanCell(RefCell::new(Some(plan)), RefCell::new(None)), bytes)
+    let slot = PlanSlot { plan: RefCell::new(Some(plan)), bound: RefCell::new(None) };
+    External::new_with_size_hint(PlanCell(Rc::new(slot)), bytes)
 }
 
 #[napi(catch_unwind)]
@@ -272,17 +309,17 @@ pub fn plan_from_parts(stream: &[f64], strings: String) -> Result<External<PlanC
 /// Bytes the plan holds (0 once released).
 #[napi(catch_unwind)]
 pub fn plan_bytes(p: &External<PlanCell>) -> f64 {
-    p.0.try_borrow().map_or(0.0, |slot| slot.as_ref().map_or(0.0, |plan| plan.bytes() as f64))
+    p.plan.try_borrow().map_or(0.0, |slot| slot.as_ref().map_or(0.0, |plan| plan.bytes() as f64))
 }
 
 /// Free the plan now; later calls on it are an Error.
 #[napi(catch_unwind)]
 pub fn plan_release(p: &External<PlanCell>) -> Result<()> {
-    let Ok(mut slot) = p.0.try_borrow_mut() else {
+    let Ok(mut slot) = p.plan.try_borrow_mut() else {
         return Err(Error::new(Status::GenericFailure, "a plan cannot be released during its own call"));
     };
     *slot = None;
-    p.1.replace(None);
+    p.bound.replace(None);
     Ok(())
 }
 
@@ -375,29 +412,51 @@ pub fn plan_run(p: &External<PlanCell>, data: Array, grads: Array) -> Result<f64
     })
 }
 
-/// Bind the buffers `plan_run_bound` reads its arguments from and writes
+/// Bind the buffers `plan_run_selected` reads its arguments from and writes
 /// its gradients to (two distinct arrays).
 #[napi(catch_unwind)]
 pub fn plan_bind(p: &External<PlanCell>, flat: Float64Array, grad: Float64Array) -> Result<()> {
-    let Ok(mut bound) = p.1.try_borrow_mut() else {
+    let Ok(mut bound) = p.bound.try_borrow_mut() else {
         return Err(Error::new(Status::GenericFailure, "a plan cannot be bound during its own call"));
     };
     *bound = Some(Bound { flat, grad });
     Ok(())
 }
 
-/// `plan_run` when every argument and gradient is in the bound flat
-/// buffers at the plan's own offsets: no argument to convert but the plan.
+thread_local! {
+    /// The plan `plan_run_selected` runs, shared with its external so that
+    /// it outlives a collected one; dropped by an environment cleanup hook
+    /// while its bound buffers' references can still be deleted.
+    static SELECTED: RefCell<Option<Rc<PlanSlot>>> = const { RefCell::new(None) };
+}
+
+/// Select the plan `plan_run_selected` runs: that call then takes no
+/// argument, which saves napi's borrow bookkeeping (about 70 ns, a compiled
+/// call's floor twice over) on every call of a plan called again and again.
 #[napi(catch_unwind)]
-pub fn plan_run_bound(p: &External<PlanCell>) -> Result<f64> {
-    let Ok(mut bound) = p.1.try_borrow_mut() else {
+pub fn plan_select(env: Env, p: &External<PlanCell>) -> Result<()> {
+    let first = SELECTED.with(|s| s.borrow_mut().replace(p.0.clone()).is_none());
+    if first {
+        env.add_env_cleanup_hook((), |()| SELECTED.with(|s| drop(s.borrow_mut().take())))?;
+    }
+    Ok(())
+}
+
+/// `plan_run` of the selected plan when every argument and gradient is in
+/// its bound flat buffers at the plan's own offsets.
+#[napi(catch_unwind)]
+pub fn plan_run_selected() -> Result<f64> {
+    let Some(p) = SELECTED.with(|s| s.borrow().clone()) else {
+        return Err(Error::new(Status::GenericFailure, "no plan is selected"));
+    };
+    let Ok(mut bound) = p.bound.try_borrow_mut() else {
         return Err(Error::new(Status::GenericFailure, "a compiled function cannot be called from inside its own call"));
     };
     let Some(Bound { flat, grad }) = bound.as_mut() else {
         return Err(Error::new(Status::GenericFailure, "this plan has no bound buffers"));
     };
     // SAFETY: two distinct arrays (JavaScript binds two), alive while bound.
-    with_plan(p, |p| api::plan_run_flat(p, flat, unsafe { grad.as_mut() }).js())
+    with_plan(&p, |p| api::plan_run_flat(p, flat, unsafe { grad.as_mut() }).js())
 }
 
 /// A forward replay alone, fed from `data` (`[flat, layout, views...]`);
@@ -421,99 +480,4 @@ pub fn plan_slots(p: &External<PlanCell>) -> Result<String> {
 #[napi(catch_unwind)]
 pub fn plan_root_shape(p: &External<PlanCell>) -> Result<Vec<f64>> {
     with_plan(p, |p| Ok(p.root_shape().dims().into_iter().map(|d| d as f64).collect()))
-}
-
-// ---------------------------------------------------------------- many points per call
-
-use crate::batch::{self, Failure, Pool, Replicas};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
-
-fn batch_err(f: Failure, label: &str) -> Error {
-    Error::new(Status::GenericFailure, f.message(label))
-}
-
-/// The plan's replicas for `batch`, `async` and `batchAsync`: one copy of
-/// the plan, made here, shared by every call (and kept alive by any call in
-/// flight, whatever happens to the JavaScript object).
-#[napi(catch_unwind)]
-pub fn plan_pool(p: &External<PlanCell>) -> Result<External<Arc<Pool>>> {
-    with_plan(p, |p| Ok(External::new(Arc::new(Pool::new(p)))))
-}
-
-/// A batch on the calling thread and up to `threads - 1` more (0: the
-/// machine's available parallelism), in `batch.rs`'s layout; values and
-/// gradients go into the caller's fresh buffers. Errors say `label: point i: …`.
-#[napi(catch_unwind)]
-#[allow(clippy::too_many_arguments)]
-pub fn plan_batch(
-    pool: &External<Arc<Pool>>,
-    params: &[f64],
-    inputs: &[f64],
-    k: u32,
-    threads: u32,
-    label: String,
-    mut values: Float64ArraySlice,
-    mut grads: Float64ArraySlice,
-) -> Result<()> {
-    // SAFETY: two fresh buffers of the caller's, distinct from each other and from every input.
-    let (values, grads) = unsafe { (values.as_mut(), grads.as_mut()) };
-    batch::run(Replicas::Pool(pool), params, inputs, k as usize, threads as usize, values, grads).map_err(|f| batch_err(f, &label))
-}
-
-/// A batch computed on the libuv thread pool, its arguments copied here.
-pub struct BatchTask {
-    pool: Arc<Pool>,
-    params: Vec<f64>,
-    inputs: Vec<f64>,
-    k: usize,
-    threads: usize,
-    label: String,
-}
-
-impl Task for BatchTask {
-    /// The k values, then the k gradients.
-    type Output = Vec<f64>;
-    type JsValue = Float64Array;
-
-    fn compute(&mut self) -> Result<Vec<f64>> {
-        // No unwinding may reach libuv: a panic becomes a rejection.
-        catch_unwind(AssertUnwindSafe(|| {
-            let p = self.pool.plan();
-            batch::check(p, self.params.len(), self.inputs.len(), self.k).map_err(|f| batch_err(f, &self.label))?;
-            let mut out = Vec::new();
-            let total = self.k + self.params.len();
-            out.try_reserve_exact(total)
-                .map_err(|_| Error::new(Status::GenericFailure, format!("out of memory: cannot hold {total} results")))?;
-            out.resize(total, 0.0);
-            let (values, grads) = out.split_at_mut(self.k);
-            batch::run(Replicas::Pool(&self.pool), &self.params, &self.inputs, self.k, self.threads, values, grads)
-                .map_err(|f| batch_err(f, &self.label))?;
-            Ok(out)
-        }))
-        .unwrap_or_else(|_| Err(Error::new(Status::GenericFailure, "internal error: an async evaluation panicked")))
-    }
-
-    fn resolve(&mut self, _env: Env, out: Vec<f64>) -> Result<Float64Array> {
-        Ok(Float64Array::new(out))
-    }
-}
-
-/// `plan_batch` on the libuv pool: a Promise of one Float64Array holding the
-/// k values, then the k gradients. The arguments are copied at the call, so
-/// the caller may change its arrays at once.
-#[napi(catch_unwind)]
-pub fn plan_batch_async(
-    pool: &External<Arc<Pool>>,
-    params: &[f64],
-    inputs: &[f64],
-    k: u32,
-    threads: u32,
-    label: String,
-) -> Result<AsyncTask<BatchTask>> {
-    let (k, threads) = (k as usize, threads as usize);
-    // Refused here, before anything is copied.
-    batch::check(pool.plan(), params.len(), inputs.len(), k).map_err(|f| batch_err(f, &label))?;
-    let pool = Arc::clone(pool);
-    Ok(AsyncTask::new(BatchTask { pool, params: params.to_vec(), inputs: inputs.to_vec(), k, threads, label }))
 }
