@@ -145,9 +145,9 @@ fn remember(repeat: &mut Repeat, ops: &[i32], nums: &[f64], root: u32, leaves: &
 /// Build the plan of an evaluation seen again into `t.repeats[0]`:
 /// recorded on the graph as the tape would record it, its parameter
 /// leaves the plan's parameters and every other leaf an input, so that each
-/// replay reads all its numbers afresh. False, leaving it to be swept as
-/// before, when a gradient is asked of a node that is not a parameter
-/// leaf or the root is not a scalar (the paths that report why).
+/// replay reads all its numbers afresh. False, leaving it to be recorded
+/// as before, when a gradient is asked of a node that is not a parameter
+/// leaf or the root is not a scalar (the graph's path reports why).
 fn plan_repeat(t: &mut Tape, ops: &[i32], nums: &[f64], root: u32, leaves: &[i32]) -> Result<bool> {
     let (mut params, mut inputs, mut fed, mut fed_inputs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (id, entry) in ops.chunks_exact(3).enumerate() {

@@ -40,7 +40,8 @@ const given = (x) => (x === undefined ? 0 : 1);
 export function planParts(json) {
   if (!plain(json) || !Array.isArray(json.nodes)) return null;
   const nodes = json.nodes;
-  let buf = new Float64Array(8 * nodes.length + 16);
+  // Grown as needed: a sparse `nodes` may claim a length its holes do not hold.
+  let buf = new Float64Array(8 * Math.min(nodes.length, 1 << 16) + 16);
   let at = 0;
   const room = (k) => {
     if (at + k <= buf.length) return;
