@@ -251,6 +251,39 @@ test('pow is queued with its exponent: eager, compiled and rebuilt agree, and ma
   checkGrad(g, x, { label: 'pow on a vector and a matrix' });
 });
 
+test('dot of two vectors is queued: eager, compiled and rebuilt agree, match the closed form, and repeat', () => {
+  // f = (w·x)² + w·w + exp(w·c), the dot products used more than once.
+  const c = [0.5, -1, 2];
+  const f = (p) => {
+    const wx = G.dot(p.w, p.x);
+    return add(square(wx), G.dot(p.w, p.w), exp(G.dot(p.w, c)), mul(wx, 0.5));
+  };
+  const dotJS = (a, b) => a.reduce((s, ai, i) => s + ai * b[i], 0);
+  for (const [w, x] of [[[0.3, -0.2, 0.1], [1, 2, 3]], [[-1.5, 0.25, 0.4], [0.5, 0.5, -2]]]) {
+    // Three calls each: the second builds the evaluation's plan, the third replays it.
+    for (let k = 0; k < 3; k++) {
+      const r = threeWays(f, { w, x });
+      const wx = dotJS(w, x);
+      const value = wx * wx + dotJS(w, w) + Math.exp(dotJS(w, c)) + 0.5 * wx;
+      const e = Math.exp(dotJS(w, c));
+      const dw = w.map((wi, i) => 2 * wx * x[i] + 2 * wi + e * c[i] + 0.5 * x[i]);
+      const dx = x.map((_, i) => 2 * wx * w[i] + 0.5 * w[i]);
+      assert.ok(Math.abs(r.value - value) < 1e-13 * Math.abs(value), `value ${r.value} vs ${value}`);
+      r.gradient.w.forEach((g, i) => assert.ok(Math.abs(g - dw[i]) < 1e-12 * (1 + Math.abs(dw[i])), `d/dw ${g} vs ${dw[i]}`));
+      r.gradient.x.forEach((g, i) => assert.ok(Math.abs(g - dx[i]) < 1e-12 * (1 + Math.abs(dx[i])), `d/dx ${g} vs ${dx[i]}`));
+    }
+    checkGrad(f, { w, x }, { label: `dot at ${w}, ${x}` });
+  }
+  // Each dot keeps its own .grad, as elementwise ops do; a length mismatch still throws at the op.
+  const v = G.variable([1, 2]);
+  const d1 = G.dot(v, v);
+  const d2 = G.dot(v, v);
+  mul(d1, add(d2, 1)).backward();
+  assert.equal(d1.grad.data?.[0] ?? d1.grad[0], 6);
+  assert.equal(d2.grad.data?.[0] ?? d2.grad[0], 5);
+  assert.throws(() => G.valueAndGrad((p) => G.dot(p, [1, 2]))([1, 2, 3]), Error);
+});
+
 test('workers that record on the queue exit, or are terminated mid-evaluation, cleanly', async () => {
   const { Worker } = await import('node:worker_threads');
   const url = new URL('../index.js', import.meta.url).href;

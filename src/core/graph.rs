@@ -119,11 +119,11 @@ fn inputs<'a>(nodes: &'a [Node], node: &'a Node, values: &'a [f64]) -> Inputs<'a
 }
 
 /// Whether JavaScript may record `op` in batches (src/js/queue.js),
-/// numbering the nodes itself: the elementwise ops and the reductions to a
-/// scalar. Such ops are never merged, so that every call makes a node;
-/// they cost less to compute again than to look up anyway.
+/// numbering the nodes itself: the elementwise ops, the reductions to a
+/// scalar and `dot`. Such ops are never merged, so that every call makes a
+/// node; they cost less to compute again than to look up anyway.
 pub fn batched(op: Op) -> bool {
-    scalar::has_formula(op) || matches!(op, Op::Sum | Op::Mean)
+    scalar::has_formula(op) || matches!(op, Op::Sum | Op::Mean | Op::Dot)
 }
 
 /// Evaluate node `id` from its parents' values.

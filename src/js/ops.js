@@ -16,7 +16,7 @@ const MAX_PARTS = 2 ** 24;
 const specs = {};
 const specOf = (name) => (specs[name] ??= Object.freeze({ op: name }));
 
-/** The ops the queue takes (graph::batched in the core): elementwise, and the sums to a scalar. */
+/** The ops the queue takes (graph::batched in the core): elementwise, the sums to a scalar, and `dot` (its own wrapper). */
 const QUEUED = new Set(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'neg', 'exp', 'log', 'sqrt', 'square', 'tanh', 'sigmoid', 'relu', 'lgamma', 'sum', 'mean']);
 const REDUCES = new Set(['sum', 'mean']);
 
@@ -144,7 +144,24 @@ export const transpose = unary('transpose');
 export const diagPart = unary('diagPart');
 export const cholesky = unary('cholesky');
 export const matmul = pair('matmul');
-export const dot = pair('dot');
+export const dot = (() => {
+  let code = -1;
+  const spec = specOf('dot');
+  return (a, b) => {
+    if (code < 0) code = CODE.dot;
+    const t = tapeFor(a, b);
+    if (typeof a === 'number' || typeof b === 'number') return apply2(t, code, spec, false, a, b);
+    const x = lift(t, a);
+    const y = lift(t, b);
+    // Two vectors of one length, known here: queued, a scalar.
+    const s = x._shape;
+    const r = y._shape;
+    if (s !== null && r !== null && s.length === 1 && r.length === 1 && s[0] === r[0]) {
+      return queuedVar(t, queueOp(t, code, x._id, y._id), [x, y], spec, []);
+    }
+    return opVar(t, N.tapeOp2(t.h, code, x._id, y._id), [x, y], spec);
+  };
+})();
 export const addDiag = pair('addDiag');
 export const solveGeneral = pair('solveGeneral');
 
