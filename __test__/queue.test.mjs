@@ -284,6 +284,47 @@ test('dot of two vectors is queued: eager, compiled and rebuilt agree, match the
   assert.throws(() => G.valueAndGrad((p) => G.dot(p, [1, 2]))([1, 2, 3]), Error);
 });
 
+test('small matrices and matmul are queued: eager, compiled and rebuilt agree, match the closed form, and repeat', () => {
+  // f = ½‖Xβ - y‖² + ½ βᵀ(AᵀA)β, X a captured 4×2 design, A a 2×2 parameter.
+  const X = [[1, 0.5], [1, -1], [1, 2], [1, 0]];
+  const y = [1, -0.5, 3, 0.25];
+  const f = (p) => {
+    const r = sub(G.matmul(X, p.beta), y);
+    const Ab = G.matmul(p.A, p.beta);
+    return add(mul(0.5, G.dot(r, r)), mul(0.5, sum(square(G.matmul(G.tensor(new Float64Array([1, 0, 0, 1]), [2, 2]), Ab)))));
+  };
+  const beta = [0.3, -0.7];
+  const A = [[2, 0.5], [-1, 1.5]];
+  for (let k = 0; k < 3; k++) {
+    const r = threeWays(f, { beta, A });
+    const res = X.map((row, i) => row[0] * beta[0] + row[1] * beta[1] - y[i]);
+    const Ab = A.map((row) => row[0] * beta[0] + row[1] * beta[1]);
+    const value = 0.5 * res.reduce((a, v) => a + v * v, 0) + 0.5 * Ab.reduce((a, v) => a + v * v, 0);
+    const dBeta = [0, 1].map((j) => X.reduce((a, row, i) => a + row[j] * res[i], 0) + A.reduce((a, row, i) => a + row[j] * Ab[i], 0));
+    const dA = A.map((row, i) => row.map((_, j) => Ab[i] * beta[j]));
+    assert.ok(Math.abs(r.value - value) < 1e-13 * Math.abs(value), `value ${r.value} vs ${value}`);
+    r.gradient.beta.forEach((g, j) => assert.ok(Math.abs(g - dBeta[j]) < 1e-12, `d/dbeta ${g} vs ${dBeta[j]}`));
+    r.gradient.A.forEach((row, i) => row.forEach((g, j) => assert.ok(Math.abs(g - dA[i][j]) < 1e-12, `d/dA ${g} vs ${dA[i][j]}`)));
+  }
+  checkGrad(f, { beta, A }, { label: 'matmul of small matrices' });
+  // Another design of the same size but another shape is not the same evaluation.
+  const g = (p) => sum(G.matmul(p.M, [1, 2, 3]));
+  assert.deepEqual(G.valueAndGrad(g)({ M: [[1, 2, 3]] }).gradient, { M: [[1, 2, 3]] });
+  assert.deepEqual(G.valueAndGrad(g)({ M: [[1, 2, 3]] }).gradient, { M: [[1, 2, 3]] });
+  assert.deepEqual(G.valueAndGrad((p) => sum(G.matmul(p.M, [1, 2])))({ M: [[1, 2], [3, 4], [5, 6]] }).gradient, { M: [[1, 2], [1, 2], [1, 2]] });
+  // Two identical products keep a .grad each, as in the JavaScript version.
+  const M = G.variable([[1, 2], [3, 4]]);
+  const v = G.variable([1, 1]);
+  const p1 = G.matmul(M, v);
+  const p2 = G.matmul(M, v);
+  mul(sum(p1), add(sum(p2), 1)).backward();
+  assert.deepEqual(Array.from(p1.grad.data ?? p1.grad), [11, 11]);
+  assert.deepEqual(Array.from(p2.grad.data ?? p2.grad), [10, 10]);
+  // Mismatched shapes still throw at the op; a matrix element that is not a number too.
+  throwsMsg(() => G.valueAndGrad((p) => G.matmul(p, [1, 2, 3]))([[1, 2], [3, 4]]), 'matmul: inner dimensions disagree — [2×2] against [3]');
+  assert.throws(() => G.valueAndGrad((p) => G.matmul([[1, 'x'], [2, 3]], p))([1, 2]), Error);
+});
+
 test('workers that record on the queue exit, or are terminated mid-evaluation, cleanly', async () => {
   const { Worker } = await import('node:worker_threads');
   const url = new URL('../index.js', import.meta.url).href;

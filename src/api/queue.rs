@@ -12,6 +12,7 @@ use crate::core::plan::Plan;
 use crate::core::shape::Shape;
 use crate::core::tape::{Repeat, Tape};
 use crate::fail;
+use std::ops::Range;
 
 /// Record a batch of nodes written by JavaScript (src/js/queue.js), three
 /// entries in `ops` per node: a leaf as `[-1 - kind, at, len]`, holding
@@ -34,12 +35,8 @@ fn record(g: &mut Graph, entry: &[i32], nums: &[f64]) -> Result<()> {
     let expected = g.nodes.len() as u32;
     let (code, a, b) = (entry[0], entry[1], entry[2]);
     let id = if code < 0 {
-        let shape = if b < 0 { Shape::Scalar } else { Shape::Vector(b as usize) };
-        let at = a.max(0) as usize;
-        let Some(data) = at.checked_add(shape.size()).and_then(|end| nums.get(at..end)) else {
-            return fail!("queued values {a}..{a}+{b} do not exist");
-        };
-        g.leaf(leaf_op((-1 - code) as u32), shape, data)?
+        let (shape, values) = leaf_values(a, b, nums)?;
+        g.leaf(leaf_op((-1 - code) as u32), shape, &nums[values])?
     } else {
         let (op, parents, n) = queued_op(entry, nums)?;
         let parents = &parents[..n];
@@ -54,6 +51,30 @@ fn record(g: &mut Graph, entry: &[i32], nums: &[f64]) -> Result<()> {
         return fail!("queued node {expected} was recorded as {id}");
     }
     Ok(())
+}
+
+/// A leaf entry's `len` for a matrix.
+const MATRIX: i32 = -2;
+
+/// A leaf entry's shape, and where its values sit among the numbers: a
+/// scalar at `at` (`len` negative, but `MATRIX`), a vector of `len` values
+/// from `at`, or a matrix whose rows and columns are the numbers at `at`
+/// and `at + 1`, its values from `at + 2`.
+fn leaf_values(at: i32, len: i32, nums: &[f64]) -> Result<(Shape, Range<usize>)> {
+    let from = at.max(0) as usize;
+    let (shape, start) = match len {
+        MATRIX => {
+            let dim = |i: usize| nums.get(from + i).copied().filter(|&d| d >= 0.0 && d.fract() == 0.0 && d <= nums.len() as f64);
+            let (Some(m), Some(n)) = (dim(0), dim(1)) else { return fail!("queued matrix at {at} has no dimensions") };
+            (Shape::Matrix(m as usize, n as usize), from + 2)
+        }
+        len if len < 0 => (Shape::Scalar, from),
+        len => (Shape::Vector(len as usize), from),
+    };
+    match start.checked_add(shape.size()).filter(|&end| end <= nums.len()) {
+        Some(end) => Ok((shape, start..end)),
+        None => fail!("queued values {at}..{at}+{len} do not exist"),
+    }
 }
 
 /// An op entry's op, operands and how many of them there are.
@@ -126,8 +147,9 @@ fn same(repeat: &Repeat, ops: &[i32], root: u32, leaves: &[i32], nums: &[f64]) -
 }
 
 /// Describe this evaluation in `repeat`, so that the next can be told the
-/// same: its entries, root and leaves, and pow's exponents (which its plan
-/// would hold; every other number is an argument of the plan).
+/// same: its entries, root and leaves, pow's exponents and matrices'
+/// dimensions (which its plan would hold; every other number is an
+/// argument of the plan).
 fn remember(repeat: &mut Repeat, ops: &[i32], nums: &[f64], root: u32, leaves: &[i32]) {
     repeat.plan = None;
     repeat.key.clear();
@@ -135,9 +157,20 @@ fn remember(repeat: &mut Repeat, ops: &[i32], nums: &[f64], root: u32, leaves: &
     repeat.key.push(root as i32);
     repeat.key.extend_from_slice(leaves);
     repeat.baked.clear();
-    for entry in ops.chunks_exact(3).filter(|e| e[0] as u32 == POW) {
-        if let Some((at, x)) = usize::try_from(entry[2]).ok().and_then(|at| Some((at, nums.get(at)?))) {
+    let mut bake = |at: usize| {
+        if let Some(x) = nums.get(at) {
             repeat.baked.push((at, x.to_bits()));
+        }
+    };
+    for entry in ops.chunks_exact(3) {
+        match (entry[0], entry[2]) {
+            (code, at) if code as u32 == POW => bake(at.max(0) as usize),
+            (code, MATRIX) if code < 0 => {
+                let at = entry[1].max(0) as usize;
+                bake(at);
+                bake(at + 1);
+            }
+            _ => {}
         }
     }
 }
@@ -151,9 +184,9 @@ fn remember(repeat: &mut Repeat, ops: &[i32], nums: &[f64], root: u32, leaves: &
 fn plan_repeat(t: &mut Tape, ops: &[i32], nums: &[f64], root: u32, leaves: &[i32]) -> Result<bool> {
     let (mut params, mut inputs, mut fed, mut fed_inputs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (id, entry) in ops.chunks_exact(3).enumerate() {
-        let (code, at, len) = (entry[0], entry[1].max(0) as usize, entry[2]);
+        let code = entry[0];
         if code < 0 {
-            let range = at..at + if len < 0 { 1 } else { len as usize };
+            let (_, range) = leaf_values(entry[1], entry[2], nums)?;
             if leaf_op((-1 - code) as u32) == Op::Leaf {
                 params.push(id as u32);
                 fed.push(range);
@@ -366,6 +399,49 @@ mod tests {
         queued(t, ops, nums, *scalars.last().unwrap(), 8);
         let planned = with_tape(t, |t| Ok(t.repeats.iter().filter(|r| r.plan.is_some()).count())).unwrap();
         assert_eq!(planned, REPEATS - 1, "the oldest was pushed out");
+        tape_free(t);
+    }
+
+    /// A matrix leaf's dimensions go first among its numbers: they are part
+    /// of the evaluation, so a repeat with other dimensions is not replayed
+    /// with the plan of the first. Its values too must exist.
+    #[test]
+    fn matrix_leaves_carry_their_dimensions() {
+        let matmul = code("matmul");
+        // x: a parameter [3] at 0..3; M: a constant 2×3 at 3, values 5..11; M·x; sum.
+        let ops = [PARAM, 0, 3, CONST, 3, MATRIX, matmul, 1, 0, code("sum"), 2, -1];
+        let nums = [0.5, -1.0, 2.0, 2.0, 3.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let t = tape_new();
+        let run = |nums: &[f64]| {
+            let mut buffer = nums.to_vec();
+            let value = tape_finish_queued(t, &ops, &mut buffer, nums.len(), 3, false, &[0], 3).map(f64::to_bits);
+            (value, bits(&buffer[..3]))
+        };
+        let graph = |nums: &[f64]| {
+            let g = tape_new();
+            tape_apply(g, &ops, nums).unwrap();
+            let mut out = vec![0.0; 3];
+            let value = tape_finish(g, 3, false, &[0], &mut out).map(f64::to_bits);
+            tape_free(g);
+            (value, bits(&out))
+        };
+        for _ in 0..3 {
+            assert_eq!(run(&nums), graph(&nums));
+        }
+        // The same six values as 3×2: M·x no longer fits, and the error is the graph's.
+        let mut swapped = nums;
+        swapped[3..5].copy_from_slice(&[3.0, 2.0]);
+        let error = run(&swapped).0.unwrap_err().0;
+        assert!(error.contains("matmul"), "{error}");
+        assert!(with_tape(t, |t| Ok(t.repeats[0].plan.is_none())).unwrap());
+        with_tape(t, |t| Ok(t.reset())).unwrap(); // as JavaScript retires a tape whose evaluation failed
+        assert_eq!(run(&nums), graph(&nums), "the first shape still replays");
+        // Dimensions that are not counts, or values past the numbers.
+        for bad in [[-1.0, 3.0], [2.5, 3.0], [2.0, 4.0]] {
+            let mut nums = nums;
+            nums[3..5].copy_from_slice(&bad);
+            assert!(tape_apply(tape_new(), &ops, &nums).is_err(), "{bad:?}");
+        }
         tape_free(t);
     }
 

@@ -120,10 +120,12 @@ fn inputs<'a>(nodes: &'a [Node], node: &'a Node, values: &'a [f64]) -> Inputs<'a
 
 /// Whether JavaScript may record `op` in batches (src/js/queue.js),
 /// numbering the nodes itself: the elementwise ops, the reductions to a
-/// scalar and `dot`. Such ops are never merged, so that every call makes a
-/// node; they cost less to compute again than to look up anyway.
+/// scalar, `dot` and `matmul`, none of which can fail on values. Such ops
+/// are never merged, so that every call makes a node; on the small
+/// operands the queue holds they cost less to compute again than to look
+/// up anyway.
 pub fn batched(op: Op) -> bool {
-    scalar::has_formula(op) || matches!(op, Op::Sum | Op::Mean | Op::Dot)
+    scalar::has_formula(op) || matches!(op, Op::Sum | Op::Mean | Op::Dot | Op::Matmul)
 }
 
 /// Evaluate node `id` from its parents' values.

@@ -16,7 +16,7 @@ const MAX_PARTS = 2 ** 24;
 const specs = {};
 const specOf = (name) => (specs[name] ??= Object.freeze({ op: name }));
 
-/** The ops the queue takes (graph::batched in the core): elementwise, the sums to a scalar, and `dot` (its own wrapper). */
+/** The ops the queue takes (graph::batched in the core): elementwise, the sums to a scalar; and `dot` and `matmul` (`product`). */
 const QUEUED = new Set(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'neg', 'exp', 'log', 'sqrt', 'square', 'tanh', 'sigmoid', 'relu', 'lgamma', 'sum', 'mean']);
 const REDUCES = new Set(['sum', 'mean']);
 
@@ -143,25 +143,36 @@ export const mean = unary('mean');
 export const transpose = unary('transpose');
 export const diagPart = unary('diagPart');
 export const cholesky = unary('cholesky');
-export const matmul = pair('matmul');
-export const dot = (() => {
+/**
+ * A product (`dot`, `matmul`) queued when `shapeOf` gives its result's
+ * shape from its operands' known shapes, else recorded by the core, which
+ * throws on a mismatch.
+ */
+function product(name, shapeOf) {
   let code = -1;
-  const spec = specOf('dot');
+  const spec = specOf(name);
   return (a, b) => {
-    if (code < 0) code = CODE.dot;
+    if (code < 0) code = CODE[name];
     const t = tapeFor(a, b);
     if (typeof a === 'number' || typeof b === 'number') return apply2(t, code, spec, false, a, b);
     const x = lift(t, a);
     const y = lift(t, b);
-    // Two vectors of one length, known here: queued, a scalar.
-    const s = x._shape;
-    const r = y._shape;
-    if (s !== null && r !== null && s.length === 1 && r.length === 1 && s[0] === r[0]) {
-      return queuedVar(t, queueOp(t, code, x._id, y._id), [x, y], spec, []);
-    }
+    const shape = x._shape !== null && y._shape !== null ? shapeOf(x._shape, y._shape) : null;
+    if (shape !== null) return queuedVar(t, queueOp(t, code, x._id, y._id), [x, y], spec, shape);
     return opVar(t, N.tapeOp2(t.h, code, x._id, y._id), [x, y], spec);
   };
-})();
+}
+
+/** Two vectors of one length: a scalar. */
+export const dot = product('dot', (s, r) => (s.length === 1 && r.length === 1 && s[0] === r[0] ? [] : null));
+/** The most values a queued product may make: far below the core's cap on a value, which it must never reach. */
+const QUEUED_PRODUCT = 2 ** 20;
+/** A matrix times a vector or a matrix whose rows it has columns: [m] or [m, n], when not too large. */
+export const matmul = product('matmul', (s, r) => {
+  if (s.length !== 2 || r.length === 0 || s[1] !== r[0]) return null;
+  const shape = r.length === 1 ? [s[0]] : [s[0], r[1]];
+  return shape[0] * (shape[1] ?? 1) <= QUEUED_PRODUCT ? shape : null;
+});
 export const addDiag = pair('addDiag');
 export const solveGeneral = pair('solveGeneral');
 

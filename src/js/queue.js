@@ -1,6 +1,6 @@
 // Small nodes recorded in JavaScript. Elementwise ops (pow too, its
-// exponent among the numbers) and sums whose shapes are known here, and
-// scalar and short-vector leaves, are written
+// exponent among the numbers), sums, `dot` and `matmul` whose shapes are
+// known here, and scalar, short-vector and small matrix leaves, are written
 // into two typed arrays instead of crossing into the core one by one; the
 // core records the whole batch in one call (`N.tapeApply`) when anything
 // else needs the tape: a value read, another op, the sweep. The nodes are
@@ -13,11 +13,14 @@
 // where it is called if it throws at all.
 
 import { N } from './binding.js';
+import { copyInto } from './forms.js';
 
 /** Nodes, and values of leaves, per batch; a full queue is recorded and started again. */
 const CAP = 1024;
-/** The longest vector leaf queued. */
+/** The most values a queued vector or matrix leaf holds. */
 export const QUEUED_VALUES = 256;
+/** A leaf entry's length for a matrix (api/queue.rs). */
+const MATRIX = -2;
 const ops = new Int32Array(3 * CAP);
 const nums = new Float64Array(CAP);
 /**
@@ -141,6 +144,23 @@ export function queueVector(t, kind, data) {
   }
   numbers += n;
   return entry(-1 - kind, at, n);
+}
+
+/**
+ * Queue a matrix leaf of `kind` and `shape` [m, n], m·n at most
+ * QUEUED_VALUES, holding `x` (a Float64Array, or rows of numbers, checked
+ * and copied now by `copyInto`, which throws its errors); returns its id.
+ * Its dimensions go first among the numbers.
+ */
+export function queueMatrix(t, kind, x, shape, name) {
+  const n = shape[0] * shape[1];
+  reserve(t, n + 2);
+  const at = numbers;
+  nums[at] = shape[0];
+  nums[at + 1] = shape[1];
+  copyInto(x, nums, at + 2, name);
+  numbers += n + 2;
+  return entry(-1 - kind, at, MATRIX);
 }
 
 /** Queue pow (its `code`) of node a with the exponent k, which goes among the numbers; returns its id. */

@@ -4,7 +4,7 @@
 
 import { N } from './binding.js';
 import { MAX_VALUES, copyInto, fmtShape, isRow, isTensor, shapeOf, sizeOf } from './forms.js';
-import { QUEUED_VALUES, discard, flush, pendingOn, queueNumber, queueVector } from './queue.js';
+import { QUEUED_VALUES, discard, flush, pendingOn, queueMatrix, queueNumber, queueVector } from './queue.js';
 
 export const CONST = 0;
 export const LEAF = 1;
@@ -200,6 +200,9 @@ function pushLeaf(t, kind, v) {
   t.nodes++;
   if (s.length === 0 && v.data.length === 1) return queueNumber(t, kind, v.data[0]);
   if (s.length === 1 && v.data.length === s[0] && s[0] <= QUEUED_VALUES) return queueVector(t, kind, v.data);
+  if (s.length === 2 && v.data.length === s[0] * s[1] && v.data.length > 0 && v.data.length <= QUEUED_VALUES) {
+    return queueMatrix(t, kind, v.data, s, 'value');
+  }
   return N.tapeLeaf(t.h, kind, v.data, s.length, s[0] ?? 0, s[1] ?? 0);
 }
 
@@ -292,6 +295,7 @@ export function lift(t, x, name = 'value') {
   }
   const shape = shapeOf(x, name);
   const n = sizeOf(shape);
+  if (shape.length === 2 && n > 0 && n <= QUEUED_VALUES) return queuedLeafVar(t, queueMatrix(t, CONST, x, shape, name), shape);
   // A sparse array's length is not its data: refuse what no value can hold
   // before allocating for it.
   if (n > MAX_VALUES) throw new Error(`${name} of shape ${fmtShape(shape)} is too large`);
