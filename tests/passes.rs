@@ -714,15 +714,15 @@ fn identical_nodes_merge() {
     let c2 = g.leaf(Op::Const, Shape::Scalar, &[2.0]).unwrap();
     assert_ne!(c1, c2, "constants are leaves too");
     let at = g.op(Op::Transpose, &[a], true).unwrap();
-    let k = g.op(Op::Matmul, &[a, at], true).unwrap();
-    let k = g.op(Op::AddDiag, &[k, c1], true).unwrap();
+    let ata = g.op(Op::Matmul, &[a, at], true).unwrap();
+    let k = g.op(Op::AddDiag, &[ata, c1], true).unwrap();
     let n = g.nodes.len();
     let l1 = g.op(Op::Cholesky, &[k], true).unwrap();
     let l2 = g.op(Op::Cholesky, &[k], true).unwrap();
     assert_eq!(l1, l2, "cholesky(K) twice is one node");
     assert_eq!(g.nodes.len(), n + 1, "and the graph grew by one node");
     assert_eq!(g.op(Op::Transpose, &[a], true).unwrap(), at);
-    assert_eq!(g.op(Op::Matmul, &[a, at], false).unwrap(), g.op(Op::Matmul, &[a, at], true).unwrap());
+    assert_eq!(g.op(Op::Transpose, &[a], false).unwrap(), g.op(Op::Transpose, &[a], true).unwrap());
     // Different ops, static arguments, parents or parent order are different nodes.
     let tl = g.op(Op::TriangularSolve { lower: true }, &[l1, a], true).unwrap();
     let tu = g.op(Op::TriangularSolve { lower: false }, &[l1, a], true).unwrap();
@@ -730,8 +730,12 @@ fn identical_nodes_merge() {
     let p2 = g.op(Op::Pow(tangent_grad::core::op::Exponent::new(2.0)), &[a], true).unwrap();
     let p3 = g.op(Op::Pow(tangent_grad::core::op::Exponent::new(3.0)), &[a], true).unwrap();
     assert_ne!(p2, p3);
-    // Elementwise ops and sums are never merged (graph::batched): JavaScript
-    // records them in batches, numbering the nodes itself.
+    // Elementwise ops, sums, dot and matmul are never merged
+    // (graph::batched): JavaScript records them in batches, numbering the
+    // nodes itself.
+    assert_ne!(ata, g.op(Op::Matmul, &[a, at], true).unwrap());
+    let v = g.leaf(Op::Leaf, Shape::Vector(2), &[1.0, 2.0]).unwrap();
+    assert_ne!(g.op(Op::Dot, &[v, v], true).unwrap(), g.op(Op::Dot, &[v, v], true).unwrap());
     assert_ne!(p2, g.op(Op::Pow(tangent_grad::core::op::Exponent::new(2.0)), &[a], true).unwrap());
     let s = g.op(Op::Sum, &[a], true).unwrap();
     assert_ne!(s, g.op(Op::Sum, &[a], true).unwrap());

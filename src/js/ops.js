@@ -109,6 +109,29 @@ function pair(name) {
   };
 }
 
+/**
+ * A product (`dot`, `matmul`) queued when `resultShape` gives its result's
+ * shape from its operands' known shapes, else recorded by the core, which
+ * throws on a mismatch.
+ */
+function product(name, resultShape) {
+  let code = -1;
+  const spec = specOf(name);
+  return (a, b) => {
+    if (code < 0) code = CODE[name];
+    const t = tapeFor(a, b);
+    if (typeof a === 'number' || typeof b === 'number') return apply2(t, code, spec, false, a, b);
+    const x = lift(t, a);
+    const y = lift(t, b);
+    const shape = x._shape !== null && y._shape !== null ? resultShape(x._shape, y._shape) : null;
+    if (shape !== null) return queuedVar(t, queueOp(t, code, x._id, y._id), [x, y], spec, shape);
+    return opVar(t, N.tapeOp2(t.h, code, x._id, y._id), [x, y], spec);
+  };
+}
+
+/** The most values a queued product may make: far below the core's cap on a value, which it must never reach. */
+const QUEUED_PRODUCT = 2 ** 20;
+
 function variadic(name) {
   let code = -1;
   const spec = specOf(name);
@@ -143,30 +166,8 @@ export const mean = unary('mean');
 export const transpose = unary('transpose');
 export const diagPart = unary('diagPart');
 export const cholesky = unary('cholesky');
-/**
- * A product (`dot`, `matmul`) queued when `shapeOf` gives its result's
- * shape from its operands' known shapes, else recorded by the core, which
- * throws on a mismatch.
- */
-function product(name, shapeOf) {
-  let code = -1;
-  const spec = specOf(name);
-  return (a, b) => {
-    if (code < 0) code = CODE[name];
-    const t = tapeFor(a, b);
-    if (typeof a === 'number' || typeof b === 'number') return apply2(t, code, spec, false, a, b);
-    const x = lift(t, a);
-    const y = lift(t, b);
-    const shape = x._shape !== null && y._shape !== null ? shapeOf(x._shape, y._shape) : null;
-    if (shape !== null) return queuedVar(t, queueOp(t, code, x._id, y._id), [x, y], spec, shape);
-    return opVar(t, N.tapeOp2(t.h, code, x._id, y._id), [x, y], spec);
-  };
-}
-
 /** Two vectors of one length: a scalar. */
 export const dot = product('dot', (s, r) => (s.length === 1 && r.length === 1 && s[0] === r[0] ? [] : null));
-/** The most values a queued product may make: far below the core's cap on a value, which it must never reach. */
-const QUEUED_PRODUCT = 2 ** 20;
 /** A matrix times a vector or a matrix whose rows it has columns: [m] or [m, n], when not too large. */
 export const matmul = product('matmul', (s, r) => {
   if (s.length !== 2 || r.length === 0 || s[1] !== r[0]) return null;
