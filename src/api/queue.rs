@@ -15,11 +15,10 @@ use crate::fail;
 use std::ops::Range;
 
 /// Record a batch of nodes written by JavaScript (src/js/queue.js), three
-/// entries in `ops` per node: a leaf as `[-1 - kind, at, len]`, holding
-/// `nums[at..at + len]` as a vector, or `nums[at]` as a scalar when `len`
-/// is negative; or a batched op (`graph::batched`) as `[code, a, b]`, `b`
-/// negative for one operand, or pow as `[POW, a, at]`, its exponent at
-/// `nums[at]`. JavaScript numbered the nodes in order from the tape's
+/// entries in `ops` per node: a leaf as `[-1 - kind, at, len]`, its values
+/// among `nums` as `leaf_values` reads them; or a batched op
+/// (`graph::batched`) as `[code, a, b]`, `b` negative for one operand, or
+/// pow as `[POW, a, at]`, its exponent at `nums[at]`. JavaScript numbered the nodes in order from the tape's
 /// length; each must get that id. Returns the new length.
 pub fn tape_apply(t: u32, ops: &[i32], nums: &[f64]) -> Result<u32> {
     with_tape(t, |t| {
@@ -74,6 +73,16 @@ fn leaf_values(at: i32, len: i32, nums: &[f64]) -> Result<(Shape, Range<usize>)>
     match start.checked_add(shape.size()).filter(|&end| end <= nums.len()) {
         Some(end) => Ok((shape, start..end)),
         None => fail!("queued values {at}..{at}+{len} do not exist"),
+    }
+}
+
+/// The numbers of an entry that its node holds rather than reads (pow's
+/// exponent, a matrix leaf's dimensions), where they sit among `nums`.
+fn held_numbers(entry: &[i32]) -> Range<usize> {
+    match (entry[0], entry[2]) {
+        (code, at) if code as u32 == POW => at.max(0) as usize..at.max(0) as usize + 1,
+        (code, MATRIX) if code < 0 => entry[1].max(0) as usize..entry[1].max(0) as usize + 2,
+        _ => 0..0,
     }
 }
 
@@ -157,20 +166,9 @@ fn remember(repeat: &mut Repeat, ops: &[i32], nums: &[f64], root: u32, leaves: &
     repeat.key.push(root as i32);
     repeat.key.extend_from_slice(leaves);
     repeat.baked.clear();
-    let mut bake = |at: usize| {
+    for at in ops.chunks_exact(3).flat_map(held_numbers) {
         if let Some(x) = nums.get(at) {
             repeat.baked.push((at, x.to_bits()));
-        }
-    };
-    for entry in ops.chunks_exact(3) {
-        match (entry[0], entry[2]) {
-            (code, at) if code as u32 == POW => bake(at.max(0) as usize),
-            (code, MATRIX) if code < 0 => {
-                let at = entry[1].max(0) as usize;
-                bake(at);
-                bake(at + 1);
-            }
-            _ => {}
         }
     }
 }

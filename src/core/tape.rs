@@ -136,8 +136,8 @@ impl Tape {
 pub struct Repeat {
     /// The last evaluation, as its recorder describes it.
     pub key: Vec<i32>,
-    /// Numbers the recorder reads into the ops themselves (pow's
-    /// exponents): where they sit among its numbers, and their bits.
+    /// Numbers the plan holds rather than reads (pow's exponents, matrices'
+    /// dimensions): where they sit among the recorder's numbers, and their bits.
     pub baked: Vec<(usize, u64)>,
     /// Built when the key is seen again.
     pub plan: Option<Plan>,

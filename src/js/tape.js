@@ -287,7 +287,7 @@ export function lift(t, x, name = 'value') {
   if (x instanceof Var) return x._tape === t ? x : leafVar(t, CONST, x.value);
   if (typeof x === 'number') return numberConst(t, x);
   if (!Array.isArray(x)) return leafVar(t, CONST, asTensor(x, name));
-  if (x.length > 0 && x.length <= QUEUED_VALUES) {
+  if (x.length > 0 && x.length <= QUEUED_VALUES && !isRow(x[0])) {
     // A short list of numbers (data an objective captures) goes straight
     // into the queue; its value is read back from the core if ever asked.
     const id = queueVector(t, CONST, x);
