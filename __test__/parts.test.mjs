@@ -145,6 +145,27 @@ describe('compileFromJSON(object), encoded without JSON text', () => {
     assert.ok(encoded > total / 20, `${encoded} of ${total} mutants encoded`);
   });
 
+  test('each field of an encoded object is read once', () => {
+    const { named } = plans();
+    const reads = {};
+    const counted = structuredClone(named);
+    for (const [i, node] of counted.nodes.entries()) {
+      for (const key of Object.keys(node)) {
+        const value = node[key];
+        Object.defineProperty(node, key, {
+          enumerable: true,
+          get: () => {
+            reads[`${i}.${key}`] = (reads[`${i}.${key}`] ?? 0) + 1;
+            return value;
+          },
+        });
+      }
+    }
+    assert.notEqual(planParts(counted), null, 'encoded');
+    assert.ok(Object.keys(reads).length > 0);
+    for (const [field, n] of Object.entries(reads)) assert.equal(n, 1, `${field} read ${n} times`);
+  });
+
   test('objects JSON text would see differently go as text', () => {
     const { scalars } = plans();
     const withProto = structuredClone(scalars);

@@ -38,8 +38,11 @@ const given = (x) => (x === undefined ? 0 : 1);
 
 /** Encode `json`, a plan object; null when it should go as text. */
 export function planParts(json) {
-  if (!plain(json) || !Array.isArray(json.nodes)) return null;
+  if (!plain(json)) return null;
+  // Each field is read once: a getter answering differently a second time
+  // cannot make what is checked differ from what is sent.
   const nodes = json.nodes;
+  if (!Array.isArray(nodes)) return null;
   // Grown as needed: a sparse `nodes` may claim a length its holes do not hold.
   let buf = new Float64Array(8 * Math.min(nodes.length, 1 << 16) + 16);
   let at = 0;
@@ -97,9 +100,9 @@ export function planParts(json) {
       buf[at++] = 1;
       list(a, true);
     } else if (plain(a)) {
-      const axis = a.axis;
-      if (!keysAre(a, given(a.lower) + given(axis))) throw ASIDE;
-      const lower = tag(a.lower);
+      const { lower: lowerGiven, axis } = a;
+      if (!keysAre(a, given(lowerGiven) + given(axis))) throw ASIDE;
+      const lower = tag(lowerGiven);
       if (axis !== undefined && !Number.isFinite(axis)) throw ASIDE;
       room(4);
       buf[at++] = 2;
@@ -111,12 +114,13 @@ export function planParts(json) {
     }
   };
   try {
-    if (!keysAre(json, 3 + given(json.input))) throw ASIDE;
-    const input = json.input === undefined ? -1 : string(json.input);
+    const { input, version, root } = json;
+    if (!keysAre(json, 3 + given(input))) throw ASIDE;
+    const inputAt = input === undefined ? -1 : string(input);
     room(4);
-    buf[at++] = integral(json.version);
-    buf[at++] = integral(json.root);
-    buf[at++] = input;
+    buf[at++] = integral(version);
+    buf[at++] = integral(root);
+    buf[at++] = inputAt;
     buf[at++] = nodes.length;
     for (let i = 0; i < nodes.length; i++) {
       const n = nodes[i];
@@ -125,14 +129,14 @@ export function planParts(json) {
       if (kind < 0) throw ASIDE;
       room(3);
       buf[at++] = kind;
-      const keys = kind === OP ? 3 + given(n.args) + given(n.list) : kind === CONST ? 3 : 2 + given(n.name);
+      const { name, args, list: listed } = n;
+      const keys = kind === OP ? 3 + given(args) + given(listed) : kind === CONST ? 3 : 2 + given(name);
       if (!keysAre(n, keys)) throw ASIDE;
       if (kind === OP) {
         buf[at++] = string(n.op);
         list(n.parents, false);
-        const args = n.args;
         room(2);
-        buf[at++] = tag(n.list);
+        buf[at++] = tag(listed);
         if (args === undefined) {
           buf[at++] = -1;
         } else {
@@ -144,7 +148,7 @@ export function planParts(json) {
         list(n.shape, false);
         list(n.data, true);
       } else {
-        buf[at++] = n.name === undefined ? -1 : string(n.name);
+        buf[at++] = name === undefined ? -1 : string(name);
         list(n.shape, false);
       }
     }
