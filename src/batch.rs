@@ -15,11 +15,12 @@
 //! points, so each is bit-identical to a single call.
 
 use crate::core::error::Error;
-use crate::core::plan::{Plan, LANES};
+use crate::core::plan::{Lanes, Plan, LANES};
 use crate::core::shape::Shape;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::thread::ThreadId;
 
 /// The most points one batch takes.
 pub const MAX_POINTS: usize = 1 << 24;
@@ -74,7 +75,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// collected while an async call runs frees nothing that call uses.
 pub struct Pool {
     template: Plan,
-    idle: Mutex<Vec<Plan>>,
+    /// Idle replicas, each with the thread that used it last.
+    idle: Mutex<Vec<(ThreadId, Replica)>>,
     /// Nanoseconds one point took in the last batch, 0 before the first:
     /// how many threads the next one is worth.
     point_ns: AtomicU64,
@@ -85,22 +87,37 @@ impl Pool {
         Pool { template: plan.clone(), idle: Mutex::new(Vec::new()), point_ns: AtomicU64::new(0) }
     }
 
-    /// A replica no other thread uses.
-    pub fn take(&self) -> Plan {
-        let idle = lock(&self.idle).pop();
-        idle.unwrap_or_else(|| self.template.clone())
+    /// A replica no other thread uses: the one this thread used last if it
+    /// is idle. Its arenas are then likely still in this core's cache; a
+    /// gp200 replica (megabytes) fetched from the other core's cache cost
+    /// each `async` call ~10% of its time.
+    fn take(&self) -> Replica {
+        let me = std::thread::current().id();
+        let mut idle = lock(&self.idle);
+        let mine = idle.iter().rposition(|(t, _)| *t == me).or(idle.len().checked_sub(1));
+        match mine {
+            Some(i) => idle.remove(i).1,
+            None => Replica { plan: self.template.clone(), lanes: None },
+        }
     }
 
-    pub fn give(&self, p: Plan) {
+    fn give(&self, p: Replica) {
         let mut idle = lock(&self.idle);
         if idle.len() < MAX_IDLE {
-            idle.push(p);
+            idle.push((std::thread::current().id(), p));
         }
     }
 
     pub fn plan(&self) -> &Plan {
         &self.template
     }
+}
+
+/// A copy of the plan for one thread at a time, and the arenas it last
+/// replayed lanes in (remade only when the plan cannot use them).
+struct Replica {
+    plan: Plan,
+    lanes: Option<Lanes>,
 }
 
 /// Values one point's parameters take.
@@ -185,17 +202,18 @@ struct Shared<'a> {
 }
 
 /// `work`, timed into `s.busy_ns` (not under WebAssembly, which has no clock here).
-fn timed_work(p: &mut Plan, s: &Shared) {
+fn timed_work(r: &mut Replica, s: &Shared) {
     #[cfg(not(target_arch = "wasm32"))]
     let t0 = std::time::Instant::now();
-    work(p, s);
+    work(&mut r.plan, &mut r.lanes, s);
     #[cfg(not(target_arch = "wasm32"))]
     s.busy_ns.fetch_add(t0.elapsed().as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
 }
 
 /// Feed the inputs once, then evaluate blocks from the queue until it is
-/// empty or a lower point has failed.
-fn work(p: &mut Plan, s: &Shared) {
+/// empty or a lower point has failed. `cached`: lane arenas to reuse, and
+/// where to leave them.
+fn work(p: &mut Plan, cached: &mut Option<Lanes>, s: &Shared) {
     let np = p.params().len();
     let mut at = 0;
     for slot in np..p.slot_count() {
@@ -207,15 +225,21 @@ fn work(p: &mut Plan, s: &Shared) {
         }
         at += n;
     }
-    // A plan of scalar steps only cannot fail at a point: its points go
-    // through in groups of LANES.
-    let mut lanes = if s.width > 0 { p.lanes() } else { None };
+    // A plan whose every step that depends on a parameter has a lane
+    // kernel cannot fail at a point: its points go through in groups of LANES.
+    let mut lanes = if s.width > 0 { p.lanes(cached.take()) } else { None };
+    blocks(p, &mut lanes, np, s);
+    *cached = lanes;
+}
+
+/// Evaluate blocks from the queue until it is empty or a lower point has failed.
+fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
     loop {
         let Some(block) = lock(&s.queue).next() else { return };
         if block.first > s.stop.load(Ordering::Relaxed) {
             return; // blocks come in order: every later one is above it too
         }
-        if let Some(lanes) = &mut lanes {
+        if let Some(lanes) = lanes {
             let w = s.width;
             let params = &s.params[block.first * w..(block.first + block.values.len()) * w];
             let groups = block.values.chunks_mut(LANES).zip(block.grads.chunks_mut(LANES * w));
@@ -330,7 +354,7 @@ pub fn run(
         }
     };
     match replicas {
-        Replicas::Own(p) => guarded(&mut || work(p, &shared)),
+        Replicas::Own(p) => guarded(&mut || work(p, &mut None, &shared)),
         Replicas::Pool(pool) => {
             let on_a_replica = || {
                 guarded(&mut || {
@@ -406,8 +430,8 @@ mod tests {
     #[test]
     fn scalar_plans_replayed_in_lanes_give_the_single_results_bit_for_bit() {
         let mut p = plan_from_json(SCALARS).unwrap();
-        assert!(p.lanes().is_some(), "this plan is replayed in lanes");
-        assert!(plan_from_json(SPEC).unwrap().lanes().is_none(), "a plan with vectors is not");
+        assert!(p.lanes(None).is_some(), "this plan is replayed in lanes");
+        assert!(plan_from_json(LOGDET).unwrap().lanes(None).is_none(), "a plan with a matrix parameter is not");
         let pool = Pool::new(&p);
         let inputs = [0.75];
         // Group sizes below, at and past LANES, and a negative `a` for NaN.

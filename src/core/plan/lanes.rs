@@ -1,28 +1,56 @@
-//! A batch's replay of a plan made only of scalar steps, eight points at a
-//! time (src/batch.rs).
+//! A batch's replay of a plan `LANES` points at a time (src/batch.rs).
+//!
+//! Every value and adjoint of the plan is held once per point, side by side
+//! (element `i` of the plan's arena for point `l` at `i * LANES + l`), and
+//! each step runs across the points at once: its dispatch is paid once per
+//! `LANES` points, the points' dependency chains overlap, and the loops over
+//! the lanes are vector instructions. What does not depend on a parameter
+//! is the same at every point: it is computed once, by the ordinary kernels,
+//! when the lanes are made.
 
 use super::{Plan, Step};
+use crate::core::graph::eval;
 use crate::core::kernels::scalar::{self, with_constant_formula, Formula};
-use crate::core::shape::Shape;
 
-/// How many points a batch replays at once on a plan of scalar steps only
-/// (`Plan::lanes`): each step runs across the points side by side, so its
-/// dispatch is paid once per `LANES` points and the points' dependency
-/// chains overlap instead of waiting on one another.
+/// How many points a batch replays at once (`Plan::lanes`).
 pub const LANES: usize = 8;
 /// The largest plan (in values) replayed in lanes: its lane arenas, 2·LANES
 /// times its own, then stay within a core's cache.
 const MAX_LANE_VALUES: usize = 1 << 15;
 
-/// The arenas of a lane replay: the value at offset `i` of the plan's arena
-/// (node `i`'s, as every node holds one value) for point `l` of a group at
-/// `values[i * LANES + l]`, its adjoint likewise in `adj`.
+pub type Lane = [f64; LANES];
+
+#[inline(always)]
+pub fn lane(arena: &[f64], at: usize) -> &Lane {
+    arena[at * LANES..(at + 1) * LANES].try_into().expect("a lane is LANES values")
+}
+
+#[inline(always)]
+pub fn lane_mut(arena: &mut [f64], at: usize) -> &mut Lane {
+    (&mut arena[at * LANES..(at + 1) * LANES]).try_into().expect("a lane is LANES values")
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+use super::lane_kernels as vectors;
+
+/// Under WebAssembly only scalar steps run in lanes (lane_kernels.rs says why).
+#[cfg(target_arch = "wasm32")]
+mod vectors {
+    use crate::core::graph::Node;
+
+    pub fn laned(_: &[Node], _: usize, _: &[bool]) -> bool {
+        false
+    }
+    pub fn forward(_: &[Node], _: usize, _: &[f64], _: &mut [f64]) {}
+    pub fn adjoint(_: &[Node], _: usize, _: &[f64], _: &[f64], _: &mut [f64], _: impl Fn(u32) -> bool) {}
+}
+
+/// The arenas of a lane replay, and which nodes differ from point to point.
 pub struct Lanes {
     values: Vec<f64>,
     adj: Vec<f64>,
+    varying: Vec<bool>,
 }
-
-type Lane = [f64; LANES];
 
 /// `f`'s value, lane by lane. Each arm names its formula as a constant, so
 /// the match inside `scalar::value` folds away and the loop is straight.
@@ -51,28 +79,60 @@ fn lane_partials(f: Formula, k: f64, i: usize, x: &Lane, y: &Lane, v: &Lane, g: 
     with_constant_formula!(f, |c| each(c, k, i, x, y, v, g, to))
 }
 
-fn lane(arena: &[f64], at: u32) -> &Lane {
-    let at = at as usize * LANES;
-    arena[at..at + LANES].try_into().expect("a lane is LANES values")
-}
-
-fn lane_mut(arena: &mut [f64], at: u32) -> &mut Lane {
-    let at = at as usize * LANES;
-    (&mut arena[at..at + LANES]).try_into().expect("a lane is LANES values")
-}
-
 impl Plan {
-    /// Arenas to replay this plan `LANES` points at a time, holding its
-    /// constants and inputs as they are now; `None` unless every op is a
-    /// scalar step (nothing that can fail, no kernels) and the plan is small.
-    pub fn lanes(&self) -> Option<Lanes> {
-        let g = &self.graph;
-        let scalar = g.nodes.iter().all(|n| n.shape == Shape::Scalar) && self.forward.iter().all(|s| matches!(s, Step::Scalar(_)));
-        if !scalar || g.values.len() > MAX_LANE_VALUES {
+    /// Arenas to replay this plan `LANES` points at a time (`reuse`'s, if
+    /// they were made for it), with what does not depend on a parameter
+    /// computed from the constants and inputs as they are now; `None`
+    /// unless every node that depends on one is a scalar or vector made by
+    /// an op with a lane kernel (nothing that can fail), and the plan is small.
+    pub fn lanes(&mut self, reuse: Option<Lanes>) -> Option<Lanes> {
+        let size = self.graph.values.len() * LANES;
+        let mut lanes = match reuse {
+            Some(lanes) if lanes.values.len() == size && lanes.varying.len() == self.graph.nodes.len() => lanes,
+            _ => self.new_lanes()?,
+        };
+        // The steps that differ from point to point run in lanes; the
+        // others once, here (a scalar step of either kind is cheap to run).
+        let (g, varying) = (&mut self.graph, &lanes.varying);
+        for step in &self.forward {
+            match *step {
+                Step::Scalar(s) => g.values[s.out as usize] = scalar::value(s.formula, s.k, g.values[s.a as usize], g.values[s.b as usize]),
+                Step::Node(id) if !varying[id as usize] => eval(&g.nodes, id as usize, &mut g.values, &mut g.aux).ok()?,
+                Step::Node(_) => {}
+            }
+        }
+        // Into every lane; matrices are read from the plan's arena instead.
+        for (id, node) in g.nodes.iter().enumerate() {
+            if !varying[id] && node.shape.rank() <= 1 {
+                for i in node.range() {
+                    *lane_mut(&mut lanes.values, i) = [g.values[i]; LANES];
+                }
+            }
+        }
+        Some(lanes)
+    }
+
+    fn new_lanes(&self) -> Option<Lanes> {
+        let nodes = &self.graph.nodes;
+        if self.graph.values.len() > MAX_LANE_VALUES {
             return None;
         }
-        let values = g.values.iter().flat_map(|&v| [v; LANES]).collect::<Vec<f64>>();
-        Some(Lanes { adj: vec![0.0; values.len()], values })
+        let mut varying = vec![false; nodes.len()];
+        for node in self.params.iter().filter_map(|s| s.node) {
+            varying[node as usize] = true;
+        }
+        // An op's parents that are ops come before it.
+        for (id, node) in nodes.iter().enumerate() {
+            if !node.op.is_leaf() {
+                varying[id] = node.parents.iter().any(|&p| varying[p as usize]);
+            }
+        }
+        if !(0..nodes.len()).all(|id| !varying[id] || node_fits(nodes, id, &varying)) {
+            return None;
+        }
+        // Zeroed and never written where a matrix sits: those pages stay untouched.
+        let size = self.graph.values.len() * LANES;
+        Some(Lanes { values: vec![0.0; size], adj: vec![0.0; size], varying })
     }
 
     /// Replay `n` points (1 ≤ n ≤ LANES) in lanes: `params` holds them one
@@ -81,61 +141,123 @@ impl Plan {
     /// Every lane computes what `forward` and `backward` do, in the same
     /// order, so each point's results are bit-identical to a single replay.
     pub fn replay_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has the feature.
+                return unsafe { self.replay_lanes_avx512(lanes, params, width, values, grads) };
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has the feature.
+                return unsafe { self.replay_lanes_avx2(lanes, params, width, values, grads) };
+            }
+        }
+        self.replay_lanes_with(lanes, params, width, values, grads)
+    }
+
+    /// `replay_lanes` compiled for wider vector registers: a lane of eight
+    /// f64 is one AVX-512 register. (No fused multiply-add: the results stay
+    /// those of the ordinary replay.)
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn replay_lanes_avx512(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
+        self.replay_lanes_with(lanes, params, width, values, grads)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn replay_lanes_avx2(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
+        self.replay_lanes_with(lanes, params, width, values, grads)
+    }
+
+    #[inline(always)]
+    fn replay_lanes_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
         let n = values.len();
         debug_assert!((1..=LANES).contains(&n) && params.len() == n * width && grads.len() == n * width);
-        let Lanes { values: v, adj } = lanes;
-        let offset = |node: u32| self.graph.nodes[node as usize].val as u32;
+        let Lanes { values: v, adj, varying } = lanes;
+        let (nodes, uniform) = (&self.graph.nodes, &self.graph.values);
         let mut at = 0;
         for slot in &self.params {
+            let size = slot.shape.size();
             if let Some(node) = slot.node {
-                let to = lane_mut(v, offset(node));
-                for l in 0..n {
-                    to[l] = params[l * width + at];
+                let base = nodes[node as usize].val;
+                for e in 0..size {
+                    let to = lane_mut(v, base + e);
+                    for l in 0..n {
+                        to[l] = params[l * width + at + e];
+                    }
                 }
             }
-            at += slot.shape.size();
+            at += size;
         }
         for step in &self.forward {
-            let Step::Scalar(s) = *step else { unreachable!("a lane plan has scalar steps only") };
-            let (lower, upper) = v.split_at_mut(s.out as usize * LANES);
-            lane_values(s.formula, s.k, lane(lower, s.a), lane(lower, s.b), lane_mut(upper, 0));
+            match *step {
+                Step::Scalar(s) => {
+                    let (lower, upper) = v.split_at_mut(s.out as usize * LANES);
+                    lane_values(s.formula, s.k, lane(lower, s.a as usize), lane(lower, s.b as usize), lane_mut(upper, 0));
+                }
+                Step::Node(id) if varying[id as usize] => vectors::forward(nodes, id as usize, uniform, v),
+                Step::Node(_) => {}
+            }
         }
         for &(a, b) in &self.clear {
             adj[a * LANES..b * LANES].fill(0.0);
         }
-        let root = offset(self.root);
+        let root = nodes[self.root as usize].val;
         *lane_mut(adj, root) = [1.0; LANES];
+        // Only nodes that depend on a parameter pass adjoints on to a
+        // parameter, so the others' adjoints are not computed.
+        let takes = |p: u32| self.needs[p as usize] && varying[p as usize];
         for step in &self.backward {
-            let Step::Scalar(s) = *step else { unreachable!("a lane plan has scalar steps only") };
-            let (lower, upper) = adj.split_at_mut(s.out as usize * LANES);
-            let g = lane(upper, 0);
-            let (x, y, out) = (lane(v, s.a), lane(v, s.b), lane(v, s.out));
-            if s.needs[0] {
-                lane_partials(s.formula, s.k, 0, x, y, out, g, lane_mut(lower, s.a));
-            }
-            if s.needs[1] && s.formula.binary() {
-                lane_partials(s.formula, s.k, 1, x, y, out, g, lane_mut(lower, s.b));
+            match *step {
+                Step::Scalar(s) => {
+                    let (lower, upper) = adj.split_at_mut(s.out as usize * LANES);
+                    let g = lane(upper, 0);
+                    let (x, y, out) = (lane(v, s.a as usize), lane(v, s.b as usize), lane(v, s.out as usize));
+                    if s.needs[0] {
+                        lane_partials(s.formula, s.k, 0, x, y, out, g, lane_mut(lower, s.a as usize));
+                    }
+                    if s.needs[1] && s.formula.binary() {
+                        lane_partials(s.formula, s.k, 1, x, y, out, g, lane_mut(lower, s.b as usize));
+                    }
+                }
+                Step::Node(id) if varying[id as usize] => vectors::adjoint(nodes, id as usize, uniform, v, adj, takes),
+                Step::Node(_) => {}
             }
         }
-        let value = lane(v, root);
-        values.copy_from_slice(&value[..n]);
+        values.copy_from_slice(&lane(v, root)[..n]);
         let mut at = 0;
         for slot in &self.params {
+            let size = slot.shape.size();
             match slot.node {
                 Some(node) if self.needs[node as usize] => {
-                    let from = lane(adj, offset(node));
-                    for l in 0..n {
-                        grads[l * width + at] = from[l];
+                    let base = nodes[node as usize].val;
+                    for e in 0..size {
+                        let from = lane(adj, base + e);
+                        for l in 0..n {
+                            grads[l * width + at + e] = from[l];
+                        }
                     }
                 }
                 _ => {
                     for l in 0..n {
-                        grads[l * width + at..l * width + at + slot.shape.size()].fill(0.0);
+                        grads[l * width + at..l * width + at + size].fill(0.0);
                     }
                 }
             }
-            at += slot.shape.size();
+            at += size;
         }
     }
 }
 
+/// Whether node `id`, which depends on a parameter, can be replayed in
+/// lanes: a parameter that is a scalar or vector, a scalar step, or an op
+/// with a lane kernel.
+fn node_fits(nodes: &[crate::core::graph::Node], id: usize, varying: &[bool]) -> bool {
+    let node = &nodes[id];
+    if node.op.is_leaf() {
+        node.shape.rank() <= 1
+    } else {
+        vectors::laned(nodes, id, varying)
+    }
+}

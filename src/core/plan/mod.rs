@@ -20,6 +20,8 @@ use super::op::Op;
 use super::shape::Shape;
 use crate::fail;
 
+#[cfg(not(target_arch = "wasm32"))]
+mod lane_kernels;
 mod lanes;
 pub use lanes::{Lanes, LANES};
 

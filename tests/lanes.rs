@@ -1,0 +1,160 @@
+//! A batch replays a plan of scalars and vectors eight points at a time
+//! (src/core/plan/lanes.rs). Random programs of every op that has a lane
+//! kernel (elementwise ops with broadcast scalars, sum, mean, dot, a
+//! constant or input matrix times a vector) are replayed that way and one
+//! point at a time: every value and gradient must be the same bits (a NaN
+//! only needs to be a NaN: which operand's NaN an instruction keeps is the
+//! compiler's choice in either replay).
+
+use tangent_grad::batch::{self, Pool, Replicas};
+use tangent_grad::core::graph::Graph;
+use tangent_grad::core::op::{Exponent, Op};
+use tangent_grad::core::plan::{Plan, LANES};
+use tangent_grad::core::shape::Shape;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 >> 11
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn normal(&mut self) -> f64 {
+        let u = (self.next() as f64 + 0.5) / (1u64 << 53) as f64;
+        let v = (self.next() as f64) / (1u64 << 53) as f64;
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+}
+
+/// A random program over a vector parameter [n], a scalar one, an input
+/// matrix [m×n] and vector [m], and constants; returns the plan.
+fn program(seed: u64, n: usize, m: usize) -> Plan {
+    let mut r = Rng(seed);
+    let mut g = Graph::default();
+    let v = g.leaf(Op::Leaf, Shape::Vector(n), &[]).unwrap();
+    let s = g.leaf(Op::Leaf, Shape::Scalar, &[]).unwrap();
+    let x = g.leaf(Op::Input, Shape::Matrix(m, n), &[]).unwrap();
+    let y = g.leaf(Op::Input, Shape::Vector(m), &[]).unwrap();
+    let square: Vec<f64> = (0..n * n).map(|_| r.normal()).collect();
+    let a = g.leaf(Op::Const, Shape::Matrix(n, n), &square).unwrap();
+    let c = g.leaf(Op::Const, Shape::Scalar, &[0.5 + r.normal().abs()]).unwrap();
+    let cv: Vec<f64> = (0..n).map(|_| r.normal()).collect();
+    let cv = g.leaf(Op::Const, Shape::Vector(n), &cv).unwrap();
+    // Nodes to draw operands from.
+    let mut pool: Vec<(u32, Shape)> = [v, s, y, c, cv].iter().map(|&id| (id, g.nodes[id as usize].shape)).collect();
+    let unary = [Op::Neg, Op::Exp, Op::Log, Op::Sqrt, Op::Square, Op::Tanh, Op::Sigmoid, Op::Relu, Op::Lgamma];
+    let binary = [Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Maximum, Op::Minimum];
+    let mut last = v;
+    for _ in 0..24 {
+        let (p, shape) = pool[r.below(pool.len())];
+        let (op, parents) = match r.below(9) {
+            0 | 1 => (unary[r.below(unary.len())], vec![p]),
+            2 => (Op::Pow(Exponent::new([2.0, 0.5, -1.0, 3.0][r.below(4)])), vec![p]),
+            3..=5 => {
+                // A partner of the same length or a scalar, on either side.
+                let fits = |q: Shape| q == shape || q == Shape::Scalar || shape == Shape::Scalar;
+                let partners: Vec<u32> = pool.iter().filter(|q| fits(q.1)).map(|q| q.0).collect();
+                let q = partners[r.below(partners.len())];
+                let (p, q) = if r.below(2) == 0 { (p, q) } else { (q, p) };
+                (binary[r.below(binary.len())], vec![p, q])
+            }
+            6 => ([Op::Sum, Op::Mean][r.below(2)], vec![p]),
+            7 if shape == Shape::Vector(n) => (Op::Matmul, vec![[x, a][r.below(2)], p]),
+            8 if shape.rank() == 1 => {
+                let same: Vec<u32> = pool.iter().filter(|q| q.1 == shape).map(|q| q.0).collect();
+                (Op::Dot, vec![p, same[r.below(same.len())]])
+            }
+            _ => (Op::Neg, vec![p]),
+        };
+        let id = g.op(op, &parents, false).unwrap();
+        pool.push((id, g.nodes[id as usize].shape));
+        last = id;
+    }
+    // A scalar root that reads both parameters and the last node.
+    let tail = g.op(Op::Sum, &[last], false).unwrap();
+    let both = g.op(Op::Dot, &[v, v], false).unwrap();
+    let t = g.op(Op::Mul, &[both, s], false).unwrap();
+    let root = g.op(Op::Add, &[tail, t], false).unwrap();
+    Plan::build(&g, root, &[v, s], &[x, y]).unwrap()
+}
+
+/// One point through the ordinary replay.
+fn single(p: &mut Plan, point: &[f64], inputs: &[f64], n: usize) -> (f64, Vec<f64>) {
+    p.set(0, &point[..n]).unwrap();
+    p.set(1, &point[n..]).unwrap();
+    let m = inputs.len() / (n + 1);
+    p.set(2, &inputs[..m * n]).unwrap();
+    p.set(3, &inputs[m * n..]).unwrap();
+    let value = p.forward().unwrap()[0];
+    p.backward();
+    let mut grad = vec![0.0; n + 1];
+    let (gv, gs) = grad.split_at_mut(n);
+    p.gradient(0, gv).unwrap();
+    p.gradient(1, gs).unwrap();
+    (value, grad)
+}
+
+fn same(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+#[test]
+fn random_vector_programs_replayed_in_lanes_give_the_single_results() {
+    let mut finite = 0;
+    for seed in 0..300u64 {
+        let (n, m) = [(1, 1), (3, 5), (4, 4), (5, 9), (13, 34)][seed as usize % 5];
+        let mut plan = program(seed, n, m);
+        let mut r = Rng(seed ^ 0x5eed);
+        // Two sets of inputs, so that lanes kept from one batch must take the other's.
+        let inputs: [Vec<f64>; 2] = std::array::from_fn(|_| (0..m * n + m).map(|_| r.normal()).collect());
+        plan.set(2, &inputs[0][..m * n]).unwrap();
+        plan.set(3, &inputs[0][m * n..]).unwrap();
+        assert!(plan.lanes(None).is_some(), "seed {seed}: every op here has a lane kernel");
+        let k = [1, LANES - 1, LANES, 2 * LANES + 3][seed as usize % 4];
+        let w = n + 1;
+        let params: Vec<f64> = (0..k * w).map(|_| if r.below(16) == 0 { 0.0 } else { r.normal() }).collect();
+        let expected: [Vec<(f64, Vec<f64>)>; 2] =
+            std::array::from_fn(|j| (0..k).map(|i| single(&mut plan, &params[i * w..(i + 1) * w], &inputs[j], n)).collect());
+        finite += expected[0].iter().filter(|(v, g)| v.is_finite() && g.iter().all(|x| x.is_finite())).count();
+        let pool = Pool::new(&plan);
+        for (threads, j) in [(1, 0), (2, 1), (1, 0), (1, 1)] {
+            let (mut values, mut grads) = (vec![0.0; k], vec![0.0; k * w]);
+            batch::run(Replicas::Pool(&pool), &params, &inputs[j], k, threads, &mut values, &mut grads).unwrap();
+            for (i, (v, g)) in expected[j].iter().enumerate() {
+                assert!(same(values[i], *v), "seed {seed}, point {i}: value {} vs {v}", values[i]);
+                for (e, (&a, &b)) in grads[i * w..(i + 1) * w].iter().zip(g).enumerate() {
+                    assert!(same(a, b), "seed {seed}, point {i}, gradient {e}: {a} vs {b}");
+                }
+            }
+        }
+    }
+    assert!(finite > 500, "most points are finite, so the test compares numbers ({finite})");
+}
+
+#[test]
+fn plans_with_other_ops_or_matrix_parameters_are_not_replayed_in_lanes() {
+    let mut g = Graph::default();
+    let w = g.leaf(Op::Leaf, Shape::Matrix(2, 2), &[]).unwrap();
+    let root = g.op(Op::Sum, &[w], false).unwrap();
+    assert!(Plan::build(&g, root, &[w], &[]).unwrap().lanes(None).is_none(), "a matrix parameter");
+    let mut g = Graph::default();
+    let v = g.leaf(Op::Leaf, Shape::Vector(4), &[]).unwrap();
+    let t = g.op(Op::Concat { axis: 0 }, &[v, v], false).unwrap();
+    let root = g.op(Op::Sum, &[t], false).unwrap();
+    assert!(Plan::build(&g, root, &[v], &[]).unwrap().lanes(None).is_none(), "concat has no lane kernel");
+    // What does not depend on a parameter may be any op: it runs once.
+    let mut g = Graph::default();
+    let v = g.leaf(Op::Leaf, Shape::Vector(2), &[]).unwrap();
+    let k = g.leaf(Op::Input, Shape::Matrix(2, 2), &[]).unwrap();
+    let l = g.op(Op::Cholesky, &[k], false).unwrap();
+    let lv = g.op(Op::Matmul, &[l, v], false).unwrap();
+    let root = g.op(Op::Dot, &[lv, v], false).unwrap();
+    let mut plan = Plan::build(&g, root, &[v], &[k]).unwrap();
+    plan.set(1, &[4.0, 2.0, 2.0, 3.0]).unwrap();
+    assert!(plan.lanes(None).is_some(), "a Cholesky factor of an input");
+    plan.set(1, &[1.0, 2.0, 2.0, 1.0]).unwrap();
+    assert!(plan.lanes(None).is_none(), "one that fails leaves each point to fail on its own");
+}
