@@ -241,7 +241,7 @@ export interface BatchOptions {
   /**
    * The most OS threads the batch is spread over: a positive integer, at most
    * 256. Default: the machine's available parallelism; 1 is the calling thread
-   * only (for `batchAsync`, one libuv pool thread). Results do not depend on it.
+   * only (for `batchAsync`, the one async thread it runs on). Results do not depend on it.
    */
   threads?: number;
 }
@@ -267,9 +267,9 @@ export interface BatchMethods<P = any, I = any> {
   ): ValueAndGradient<GradientOf<X>>[];
   /** The packed form, for a plan with a single `[n]` parameter: points as a `[k, n]` tensor. */
   batch(points: Tensor, inputs?: InputsFor<I>, options?: BatchOptions): PackedBatch;
-  /** One evaluation on the libuv thread pool; the arguments are copied at the call. */
+  /** One evaluation off the main thread (the package's own threads); the arguments are copied at the call. */
   async<X extends ArgFor<P>>(params: X, inputs?: InputsFor<I>): Promise<ValueAndGradient<GradientOf<X>>>;
-  /** `batch` on the libuv thread pool; the arguments are copied at the call. */
+  /** `batch` off the main thread (the package's own threads); the arguments are copied at the call. */
   batchAsync<X extends ArgFor<P>>(
     points: ReadonlyArray<X>,
     inputs?: InputsFor<I>,

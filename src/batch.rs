@@ -1,8 +1,8 @@
 //! Many points per call: one plan evaluated at `k` parameter points, spread
 //! over OS threads (`workers.rs`), each thread replaying its own
 //! replica of the plan (its own arena). Binding-neutral: the napi binding
-//! runs a batch on the calling thread (`batch`) or on the libuv pool
-//! (`async`, `batchAsync`); the WebAssembly one on its single thread.
+//! runs a batch on the calling thread (`batch`) or as a job on a thread of
+//! workers.rs (`async`, `batchAsync`); the WebAssembly one on its single thread.
 //!
 //! The layout both bindings pass: `params` holds point `i`'s parameters,
 //! slot after slot, at `i * width` (`width` = the values of one point);

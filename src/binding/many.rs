@@ -1,5 +1,5 @@
 //! Many points per call (`batch`, `async`, `batchAsync`): a plan's
-//! replicas, and the work that runs them on Rust threads or the libuv pool.
+//! replicas, and the work that runs them on Rust threads.
 
 use super::{with_plan, PlanCell};
 use crate::batch::{self, Failure, Pool, Replicas};
@@ -40,59 +40,44 @@ pub fn plan_batch(
     batch::run(Replicas::Pool(pool), params, inputs, k as usize, threads as usize, values, grads).map_err(|f| batch_err(f, &label))
 }
 
-/// A batch computed on the libuv thread pool, its arguments copied here.
-pub struct BatchTask {
-    pool: Arc<Pool>,
-    params: Vec<f64>,
-    inputs: Vec<f64>,
-    k: usize,
-    threads: usize,
-    label: String,
-}
-
-impl Task for BatchTask {
-    /// The k values, then the k gradients.
-    type Output = Vec<f64>;
-    type JsValue = Float64Array;
-
-    fn compute(&mut self) -> Result<Vec<f64>> {
-        // No unwinding may reach libuv: a panic becomes a rejection.
-        catch_unwind(AssertUnwindSafe(|| {
-            let p = self.pool.plan();
-            batch::check(p, self.params.len(), self.inputs.len(), self.k).map_err(|f| batch_err(f, &self.label))?;
-            let mut out = Vec::new();
-            let total = self.k + self.params.len();
-            out.try_reserve_exact(total)
-                .map_err(|_| Error::new(Status::GenericFailure, format!("out of memory: cannot hold {total} results")))?;
-            out.resize(total, 0.0);
-            let (values, grads) = out.split_at_mut(self.k);
-            batch::run(Replicas::Pool(&self.pool), &self.params, &self.inputs, self.k, self.threads, values, grads)
-                .map_err(|f| batch_err(f, &self.label))?;
-            Ok(out)
-        }))
-        .unwrap_or_else(|_| Err(Error::new(Status::GenericFailure, "internal error: an async evaluation panicked")))
-    }
-
-    fn resolve(&mut self, _env: Env, out: Vec<f64>) -> Result<Float64Array> {
-        Ok(Float64Array::new(out))
-    }
-}
-
-/// `plan_batch` on the libuv pool: a Promise of one Float64Array holding the
-/// k values, then the k gradients. The arguments are copied at the call, so
-/// the caller may change its arrays at once.
+/// `plan_batch` as a job (workers.rs says where it runs, and why): a
+/// Promise of one Float64Array holding the k values, then the k gradients.
+/// The arguments are copied at the call, so the caller may change its
+/// arrays at once. The job holds the plan's replicas, so the plan object
+/// may be collected meanwhile; if its environment (a worker) ends first,
+/// the Promise is dropped unsettled.
 #[napi(catch_unwind)]
-pub fn plan_batch_async(
+pub fn plan_batch_async<'e>(
+    env: &'e Env,
     pool: &External<Arc<Pool>>,
     params: &[f64],
     inputs: &[f64],
     k: u32,
     threads: u32,
     label: String,
-) -> Result<AsyncTask<BatchTask>> {
+) -> Result<Object<'e>> {
     let (k, threads) = (k as usize, threads as usize);
     // Refused here, before anything is copied.
     batch::check(pool.plan(), params.len(), inputs.len(), k).map_err(|f| batch_err(f, &label))?;
-    let pool = Arc::clone(pool);
-    Ok(AsyncTask::new(BatchTask { pool, params: params.to_vec(), inputs: inputs.to_vec(), k, threads, label }))
+    let (pool, params, inputs) = (Arc::clone(pool), params.to_vec(), inputs.to_vec());
+    let (deferred, promise) = env.create_deferred::<Float64Array, _>()?;
+    crate::workers::spawn(Box::new(move || {
+        // No unwinding may leave a job: a panic becomes a rejection.
+        let out = catch_unwind(AssertUnwindSafe(|| {
+            let mut out = Vec::new();
+            let total = k + params.len();
+            out.try_reserve_exact(total)
+                .map_err(|_| Error::new(Status::GenericFailure, format!("out of memory: cannot hold {total} results")))?;
+            out.resize(total, 0.0);
+            let (values, grads) = out.split_at_mut(k);
+            batch::run(Replicas::Pool(&pool), &params, &inputs, k, threads, values, grads).map_err(|f| batch_err(f, &label))?;
+            Ok(out)
+        }))
+        .unwrap_or_else(|_| Err(Error::new(Status::GenericFailure, "internal error: an async evaluation panicked")));
+        match out {
+            Ok(out) => deferred.resolve(move |_| Ok(Float64Array::new(out))),
+            Err(e) => deferred.reject(e),
+        }
+    }));
+    Ok(promise)
 }
