@@ -104,6 +104,31 @@ describe('batch, async and batchAsync give the single calls results, bit for bit
     await checkAllWays(m, [params, shifted(0.01), shifted(-0.02)], batch);
   });
 
+  test('batches one after another, and one inside another (from a getter), each get their own results', () => {
+    const c = compile((p) => add(mul(p.a, p.a), sum(square(p.b))));
+    const pts = (s) => Array.from({ length: 5 }, (_, i) => ({ a: s + i, b: [s, -i] }));
+    sameBits(c.batch(pts(1)), pts(1).map((x) => c(x)));
+    // The same size again, a point in another key order and form: nothing of the first batch shows.
+    const second = [{ b: tensor([2, 0], [2]), a: 3 }, ...pts(2).slice(1)];
+    const got = c.batch(second);
+    assert.deepEqual(Object.keys(got[0].gradient), ['b', 'a']);
+    assert.deepEqual(got[0].gradient.b.shape, [2]);
+    sameBits(got, second.map((x) => c(x)));
+    // A point whose getter runs a batch of the same size on the same plan, mid-way through reading.
+    let inner;
+    const sneaky = pts(3);
+    Object.defineProperty(sneaky[2], 'a', {
+      enumerable: true,
+      get() {
+        inner = c.batch(pts(4));
+        return 5;
+      },
+    });
+    const outer = c.batch(sneaky);
+    sameBits(inner, pts(4).map((x) => c(x)));
+    sameBits(outer, [...pts(3).slice(0, 2), { a: 5, b: [3, -2] }, ...pts(3).slice(3)].map((x) => c(x)));
+  });
+
   test('many points on every thread count: results do not depend on threads', () => {
     const c = compile((p) => add(dot(p.a, solvePSD([[2, 0.5], [0.5, 1]], p.a)), exp(p.s)));
     const points = Array.from({ length: 203 }, () => ({ a: [jitter(1), jitter(-1)], s: jitter(0) }));

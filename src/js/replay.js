@@ -369,7 +369,7 @@ export class Replay {
    * point ('' for a single async call: its messages are the call's own);
    * `misfit(i, x)` is the error for point i at another shape signature.
    */
-  packBatch(points, b, inputs, label, where, misfit) {
+  packBatch(points, b, inputs, label, where, misfit, scratch = null) {
     if (this.rootShape.length !== 0) throw scalarRootError(where, this.rootShape);
     const width = this.width();
     const k = b.k;
@@ -383,14 +383,12 @@ export class Replay {
       this.checkPacked(b, label);
       params = b.data; // read in place by a synchronous batch, copied at the call by an async one
     } else {
-      params = new Float64Array(k * width);
-      mapped = new Uint8Array(k);
+      params = scratch ? scratch.params : new Float64Array(k * width);
+      mapped = scratch ? scratch.mapped : new Uint8Array(k);
       for (let i = 0; i < k; i++) {
         const x = points[i];
-        if (packMap(this, x, params, i * width)) {
-          mapped[i] = 1;
-          continue;
-        }
+        mapped[i] = packMap(this, x, params, i * width) ? 1 : 0;
+        if (mapped[i]) continue;
         if (!this.fitsParams(x)) {
           try {
             this.checkForms(x);
@@ -411,15 +409,34 @@ export class Replay {
 
   /** `batch`: every point on up to b.threads threads; results in the points' forms. */
   batch(points, b, inputs, label, where, misfit) {
-    const { params, inputs: ins, mapped } = this.packBatch(points, b, inputs, label, where, misfit);
     const k = b.k;
-    const values = new Float64Array(k);
-    const grads = new Float64Array(params.length);
-    N.planBatch(this.pool(), params, ins, k, b.threads, label, values, grads);
-    if (b.packed) return { values, gradients: { data: grads, shape: [k, b.n] } };
-    const out = new Array(k);
-    for (let i = 0; i < k; i++) out[i] = mapped[i] ? mapPoint(this, values, grads, i) : this.unpackPoint(points[i], values, grads, i);
-    return out;
+    // Results in the points' forms are copied out of these, so a batch of
+    // arrays can reuse them; not a nested batch (a point's getter calling
+    // batch), which gets its own.
+    const scratch = b.packed || this._batching ? null : this.scratch(k, k * this.width());
+    if (scratch) this._batching = true;
+    try {
+      const { params, inputs: ins, mapped } = this.packBatch(points, b, inputs, label, where, misfit, scratch);
+      const values = scratch ? scratch.values : new Float64Array(k);
+      const grads = scratch ? scratch.grads : new Float64Array(params.length);
+      N.planBatch(this.pool(), params, ins, k, b.threads, label, values, grads);
+      if (b.packed) return { values, gradients: { data: grads, shape: [k, b.n] } };
+      const out = new Array(k);
+      for (let i = 0; i < k; i++) out[i] = mapped[i] ? mapPoint(this, values, grads, i) : this.unpackPoint(points[i], values, grads, i);
+      return out;
+    } finally {
+      if (scratch) this._batching = false;
+    }
+  }
+
+  /** Buffers for a batch of k points of n values in all, kept for the next batch of that size. */
+  scratch(k, n) {
+    let s = this._scratch;
+    if (s === undefined || s.values.length !== k || s.params.length !== n) {
+      s = { params: new Float64Array(n), grads: new Float64Array(n), values: new Float64Array(k), mapped: new Uint8Array(k) };
+      if (n <= 1 << 20) this._scratch = s;
+    }
+    return s;
   }
 
   /** `batchAsync` (and `async`, one point with label ''): arguments copied at the call. */
