@@ -177,21 +177,29 @@ type Job = Box<dyn FnOnce() + Send>;
 struct Jobs {
     queue: Mutex<VecDeque<Job>>,
     queued: Condvar,
+    /// Job threads running (none, if none could be started).
+    threads: AtomicUsize,
 }
 
-/// Run `job` on a job thread, after the jobs queued before it.
+/// Run `job` on a job thread, after the jobs queued before it (or here,
+/// now, if no job thread could be started).
 pub fn spawn(job: Job) {
     static JOBS: OnceLock<Jobs> = OnceLock::new();
     let mut first = false;
     let jobs = JOBS.get_or_init(|| {
         first = true;
-        Jobs { queue: Mutex::new(VecDeque::new()), queued: Condvar::new() }
+        Jobs { queue: Mutex::new(VecDeque::new()), queued: Condvar::new(), threads: AtomicUsize::new(0) }
     });
     if first {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        for _ in 0..threads {
-            let _ = std::thread::Builder::new().name("tangent-grad async".into()).spawn(move || run_jobs(jobs));
+        for _ in 0..std::thread::available_parallelism().map_or(1, |n| n.get()) {
+            if std::thread::Builder::new().name("tangent-grad async".into()).spawn(move || run_jobs(jobs)).is_ok() {
+                jobs.threads.fetch_add(1, Ordering::SeqCst);
+            }
         }
+    }
+    if jobs.threads.load(Ordering::SeqCst) == 0 {
+        let _ = catch_unwind(AssertUnwindSafe(job));
+        return;
     }
     lock(&jobs.queue).push_back(job);
     jobs.queued.notify_one();
