@@ -429,12 +429,12 @@ export class Replay {
     }
   }
 
-  /** Buffers for a batch of k points of n values in all, kept for the next batch of that size. */
+  /** Buffers for a batch of k points of n values in all, kept for the next batch of that size if small. */
   scratch(k, n) {
     let s = this._scratch;
     if (s === undefined || s.values.length !== k || s.params.length !== n) {
       s = { params: new Float64Array(n), grads: new Float64Array(n), values: new Float64Array(k), mapped: new Uint8Array(k) };
-      if (n <= 1 << 20) this._scratch = s;
+      if (n <= 1 << 16) this._scratch = s; // at most ~1 MiB kept per plan
     }
     return s;
   }
