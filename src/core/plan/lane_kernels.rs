@@ -9,7 +9,7 @@
 //! are bit-identical to a single replay; the lanes only run side by side.
 //!
 //! Native only: a WebAssembly batch runs on one thread with no wide vector
-//! registers to gain, and these kernels would add ~120 KiB to its module.
+//! registers to gain, and these kernels would add ~110 KiB to its module.
 
 use super::super::graph::Node;
 use super::super::kernels::scalar::{self, with_constant_formula, Formula};
