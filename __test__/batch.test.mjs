@@ -207,6 +207,40 @@ describe('the packed form: a [k, n] tensor for a plan with one [n] parameter', (
     assert.deepEqual(data, points.data, 'the points are not written');
   });
 
+  test('a vector taken apart with slice, reshape and concat (eight schools on one [10] parameter)', async () => {
+    const { slice, reshape, concat, div } = G;
+    const y = [28, 8, -3, 7, -1, 1, 18, 12];
+    const sigma = [15, 10, 16, 11, 9, 11, 10, 18];
+    const c = compile((t) => {
+      const mu = reshape(slice(t, [0], [1]), []);
+      const tau = exp(reshape(slice(t, [1], [1]), []));
+      const eta = slice(t, [2], [8]);
+      const z = div(sub(y, add(mu, mul(tau, eta))), sigma);
+      return add(mul(-0.5, sum(square(concat([eta, z])))), mul(-0.04, square(mu)), sum(slice(t, [1], [1])));
+    });
+    const k = 37;
+    const data = Float64Array.from({ length: k * 10 }, () => rng.normal());
+    const rows = Array.from({ length: k }, (_, i) => Array.from(data.subarray(i * 10, (i + 1) * 10)));
+    const single = rows.map((x) => c(x));
+    const expected = { values: Float64Array.from(single, (r) => r.value), gradients: { data: Float64Array.from(single.flatMap((r) => r.gradient)), shape: [k, 10] } };
+    for (const f of [c, rebuilt(c)]) {
+      sameBits(f.batch(tensor(data, [k, 10])), expected);
+      sameBits(f.batch(tensor(data, [k, 10]), undefined, { threads: 1 }), expected);
+      sameBits(f.batch(rows), single);
+    }
+    // Against central differences, at one point.
+    const x = rows[3];
+    const h = 1e-6;
+    for (let j = 0; j < 10; j++) {
+      const up = x.slice();
+      const down = x.slice();
+      up[j] += h;
+      down[j] -= h;
+      const fd = (c(up).value - c(down).value) / (2 * h);
+      assert.ok(Math.abs(fd - single[3].gradient[j]) < 1e-5 * (1 + Math.abs(fd)), `component ${j}: ${fd} vs ${single[3].gradient[j]}`);
+    }
+  });
+
   test('a plan that is not one vector parameter refuses it', () => {
     const m = compile((p) => add(sum(p.a), p.s));
     m({ a: [1, 2], s: 1 });

@@ -1,7 +1,8 @@
 //! A batch replays a plan of scalars and vectors eight points at a time
 //! (src/core/plan/lanes.rs). Random programs of every op that has a lane
-//! kernel (elementwise ops with broadcast scalars, sum, mean, dot, a
-//! constant or input matrix times a vector) are replayed that way and one
+//! kernel (elementwise ops with broadcast scalars, sum, mean, dot, slices,
+//! reshapes and concatenations of scalars and vectors, a constant or input
+//! matrix times a vector) are replayed that way and one
 //! point at a time: every value and gradient must be the same bits (a NaN
 //! only needs to be a NaN: which operand's NaN an instruction keeps is the
 //! compiler's choice in either replay).
@@ -50,7 +51,7 @@ fn program(seed: u64, n: usize, m: usize) -> Plan {
     let mut last = v;
     for _ in 0..24 {
         let (p, shape) = pool[r.below(pool.len())];
-        let (op, parents) = match r.below(9) {
+        let (op, parents) = match r.below(12) {
             0 | 1 => (unary[r.below(unary.len())], vec![p]),
             2 => (Op::Pow(Exponent::new([2.0, 0.5, -1.0, 3.0][r.below(4)])), vec![p]),
             3..=5 => {
@@ -66,6 +67,23 @@ fn program(seed: u64, n: usize, m: usize) -> Plan {
             8 if shape.rank() == 1 => {
                 let same: Vec<u32> = pool.iter().filter(|q| q.1 == shape).map(|q| q.0).collect();
                 (Op::Dot, vec![p, same[r.below(same.len())]])
+            }
+            9 if shape.rank() == 1 => {
+                let len = shape.size();
+                let start = r.below(len);
+                (Op::Slice { start: [start, 0], size: [1 + r.below(len - start), 0] }, vec![p])
+            }
+            10 => {
+                let to = match shape {
+                    Shape::Scalar => Shape::Vector(1),
+                    Shape::Vector(1) => Shape::Scalar,
+                    other => other,
+                };
+                (Op::Reshape(to), vec![p])
+            }
+            11 => {
+                let (q, _) = pool[r.below(pool.len())];
+                (Op::Concat { axis: 0 }, vec![p, q, p])
             }
             _ => (Op::Neg, vec![p]),
         };
@@ -142,9 +160,10 @@ fn plans_with_other_ops_or_matrix_parameters_are_not_replayed_in_lanes() {
     assert!(Plan::build(&g, root, &[w], &[]).unwrap().lanes(None).is_none(), "a matrix parameter");
     let mut g = Graph::default();
     let v = g.leaf(Op::Leaf, Shape::Vector(4), &[]).unwrap();
-    let t = g.op(Op::Concat { axis: 0 }, &[v, v], false).unwrap();
+    let l = g.leaf(Op::Const, Shape::Matrix(4, 4), &[1.0; 16]).unwrap();
+    let t = g.op(Op::TriangularSolve { lower: true }, &[l, v], false).unwrap();
     let root = g.op(Op::Sum, &[t], false).unwrap();
-    assert!(Plan::build(&g, root, &[v], &[]).unwrap().lanes(None).is_none(), "concat has no lane kernel");
+    assert!(Plan::build(&g, root, &[v], &[]).unwrap().lanes(None).is_none(), "a solve has no lane kernel");
     // What does not depend on a parameter may be any op: it runs once.
     let mut g = Graph::default();
     let v = g.leaf(Op::Leaf, Shape::Vector(2), &[]).unwrap();

@@ -45,7 +45,8 @@ fn sum_by(n: usize, f: impl Fn(usize) -> Lane) -> Lane {
 
 /// Whether a node that differs from point to point can be replayed in
 /// lanes: a scalar or vector made by an elementwise op, a sum or mean, a
-/// dot, or a constant matrix times a vector. (`varying` says which nodes
+/// dot, a slice, reshape or concatenation of scalars and vectors, or a
+/// constant matrix times a vector. (`varying` says which nodes
 /// differ from point to point; the others are read once, from the plan.)
 pub fn laned(nodes: &[Node], id: usize, varying: &[bool]) -> bool {
     let node = &nodes[id];
@@ -54,7 +55,7 @@ pub fn laned(nodes: &[Node], id: usize, varying: &[bool]) -> bool {
     node.shape.rank() <= 1
         && match node.op {
             op if Formula::of(op).is_some() => small,
-            Op::Sum | Op::Mean | Op::Dot => small,
+            Op::Sum | Op::Mean | Op::Dot | Op::Slice { .. } | Op::Reshape(_) | Op::Concat { .. } => small,
             Op::Matmul => !varying[node.parents[0] as usize] && parent(0).shape.rank() == 2 && parent(1).shape.rank() == 1,
             _ => false,
         }
@@ -105,6 +106,20 @@ pub fn forward(nodes: &[Node], id: usize, uniform: &[f64], v: &mut [f64]) {
             let (m, k) = parent(0).shape.rows_cols();
             let a = &uniform[parent(0).range()];
             matvec(m, k, a, &lower[parent(1).val * LANES..], &mut upper[..m * LANES]);
+        }
+        // Copies: a vector's block, the same values reshaped, the parts one after another.
+        Op::Slice { start, .. } => {
+            let from = (parent(0).val + start[0]) * LANES;
+            upper[..n * LANES].copy_from_slice(&lower[from..from + n * LANES]);
+        }
+        Op::Reshape(_) => upper[..n * LANES].copy_from_slice(&lower[parent(0).val * LANES..(parent(0).val + n) * LANES]),
+        Op::Concat { .. } => {
+            let mut at = 0;
+            for k in 0..node.parents.len() {
+                let (from, len) = (parent(k).val * LANES, parent(k).shape.size() * LANES);
+                upper[at..at + len].copy_from_slice(&lower[from..from + len]);
+                at += len;
+            }
         }
         op => {
             let Some((f, k)) = Formula::of(op) else { unreachable!("a laned node's op has a lane kernel") };
@@ -162,7 +177,7 @@ pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[f64], adj: &mut 
     let n = node.shape.size();
     let (lower, upper) = adj.split_at_mut(node.val * LANES);
     // The node's adjoint, when it is a scalar (a sum's, a mean's, a dot's).
-    let g0 = *lane(upper, 0);
+    let g0 = if n > 0 { *lane(upper, 0) } else { [0.0; LANES] };
     for (k, &p) in node.parents.iter().enumerate() {
         if !takes(p) {
             continue;
@@ -182,6 +197,13 @@ pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[f64], adj: &mut 
                         to[l] += g0[l] * x[l];
                     }
                 }
+            }
+            // `axpy(1.0, g, d)` in the kernels: 1.0 · g is g, so d += g.
+            Op::Slice { start, .. } => (0..n).for_each(|e| add_to(lane_mut(lower, d.val + start[0] + e), lane(upper, e))),
+            Op::Reshape(_) => (0..n).for_each(|e| add_to(lane_mut(lower, d.val + e), lane(upper, e))),
+            Op::Concat { .. } => {
+                let at: usize = node.parents[..k].iter().map(|&q| nodes[q as usize].shape.size()).sum();
+                (0..d.shape.size()).for_each(|e| add_to(lane_mut(lower, d.val + e), lane(upper, at + e)))
             }
             Op::Matmul => {
                 let (m, kk) = nodes[node.parents[0] as usize].shape.rows_cols();
