@@ -88,9 +88,7 @@ impl Pool {
     }
 
     /// A replica no other thread uses: the one this thread used last if it
-    /// is idle. Its arenas are then likely still in this core's cache; a
-    /// gp200 replica (megabytes) fetched from the other core's cache cost
-    /// each `async` call ~10% of its time.
+    /// is idle, whose arenas (and lane arenas) this thread last wrote.
     fn take(&self) -> Replica {
         let me = std::thread::current().id();
         let mut idle = lock(&self.idle);

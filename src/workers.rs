@@ -172,64 +172,79 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
     }
 }
 
-type Job = Box<dyn FnOnce() + Send>;
+/// Async jobs (the module's comment says why they have threads of their
+/// own). Not under WebAssembly, where async calls run at the call.
+#[cfg(not(target_arch = "wasm32"))]
+mod jobs {
+    use super::{lock, SPIN};
+    use std::collections::VecDeque;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex, OnceLock};
+    use std::time::Instant;
 
-struct Jobs {
-    queue: Mutex<VecDeque<Job>>,
-    queued: Condvar,
-    /// Job threads running (none, if none could be started).
-    threads: AtomicUsize,
-}
+    type Job = Box<dyn FnOnce() + Send>;
 
-/// Run `job` on a job thread, after the jobs queued before it (or here,
-/// now, if no job thread could be started).
-pub fn spawn(job: Job) {
-    static JOBS: OnceLock<Jobs> = OnceLock::new();
-    let mut first = false;
-    let jobs = JOBS.get_or_init(|| {
-        first = true;
-        Jobs { queue: Mutex::new(VecDeque::new()), queued: Condvar::new(), threads: AtomicUsize::new(0) }
-    });
-    if first {
-        for _ in 0..std::thread::available_parallelism().map_or(1, |n| n.get()) {
-            if std::thread::Builder::new().name("tangent-grad async".into()).spawn(move || run_jobs(jobs)).is_ok() {
-                jobs.threads.fetch_add(1, Ordering::SeqCst);
-            }
-        }
+    struct Jobs {
+        queue: Mutex<VecDeque<Job>>,
+        queued: Condvar,
+        /// Job threads running (none, if none could be started).
+        threads: AtomicUsize,
     }
-    if jobs.threads.load(Ordering::SeqCst) == 0 {
-        let _ = catch_unwind(AssertUnwindSafe(job));
-        return;
-    }
-    lock(&jobs.queue).push_back(job);
-    jobs.queued.notify_one();
-}
 
-/// A job thread's life. A job that panics (a bug) ends there, not the thread.
-fn run_jobs(jobs: &'static Jobs) {
-    loop {
-        let start = Instant::now();
-        let mut job = None;
-        while job.is_none() && start.elapsed() < SPIN {
-            if let Ok(mut q) = jobs.queue.try_lock() {
-                job = q.pop_front();
-            }
-            // The caller, woken by the job just finished, likely waits for
-            // this core: it settles that job's Promise and queues the next.
-            std::thread::yield_now();
-        }
-        let job = job.unwrap_or_else(|| {
-            let mut q = lock(&jobs.queue);
-            loop {
-                match q.pop_front() {
-                    Some(job) => break job,
-                    None => q = jobs.queued.wait(q).unwrap_or_else(|e| e.into_inner()),
+    /// Run `job` on a job thread, after the jobs queued before it (or here,
+    /// now, if no job thread could be started).
+    pub fn spawn(job: Job) {
+        static JOBS: OnceLock<Jobs> = OnceLock::new();
+        let mut first = false;
+        let jobs = JOBS.get_or_init(|| {
+            first = true;
+            Jobs { queue: Mutex::new(VecDeque::new()), queued: Condvar::new(), threads: AtomicUsize::new(0) }
+        });
+        if first {
+            for _ in 0..std::thread::available_parallelism().map_or(1, |n| n.get()) {
+                if std::thread::Builder::new().name("tangent-grad async".into()).spawn(move || run_jobs(jobs)).is_ok() {
+                    jobs.threads.fetch_add(1, Ordering::SeqCst);
                 }
             }
-        });
-        let _ = catch_unwind(AssertUnwindSafe(job));
+        }
+        if jobs.threads.load(Ordering::SeqCst) == 0 {
+            let _ = catch_unwind(AssertUnwindSafe(job));
+            return;
+        }
+        lock(&jobs.queue).push_back(job);
+        jobs.queued.notify_one();
+    }
+
+    /// A job thread's life. A job that panics (a bug) ends there, not the thread.
+    fn run_jobs(jobs: &'static Jobs) {
+        loop {
+            let start = Instant::now();
+            let mut job = None;
+            while job.is_none() && start.elapsed() < SPIN {
+                if let Ok(mut q) = jobs.queue.try_lock() {
+                    job = q.pop_front();
+                }
+                // The caller, woken by the job just finished, likely waits for
+                // this core: it settles that job's Promise and queues the next.
+                std::thread::yield_now();
+            }
+            let job = job.unwrap_or_else(|| {
+                let mut q = lock(&jobs.queue);
+                loop {
+                    match q.pop_front() {
+                        Some(job) => break job,
+                        None => q = jobs.queued.wait(q).unwrap_or_else(|e| e.into_inner()),
+                    }
+                }
+            });
+            let _ = catch_unwind(AssertUnwindSafe(job));
+        }
     }
 }
+
+#[cfg(not(target_arch = "wasm32"))]
+pub use jobs::spawn;
 
 #[cfg(test)]
 mod tests {
