@@ -14,43 +14,7 @@
 use super::super::graph::Node;
 use super::super::kernels::scalar::{self, with_constant_formula, Formula};
 use super::super::op::{broadcast, Broadcast, Op};
-use super::lanes::{lane, lane_mut, Lane, LANES};
-
-/// The function inside, compiled on its own for the widest vector registers
-/// the CPU has (chosen at run time, as `Plan::replay_lanes` is). Inlined
-/// into the whole replay, `matvec_t_acc`'s loop was vector code or not
-/// depending on what else the replay held: three more ops made the
-/// 13-vector regression's batch 37% slower. (The other kernels stay
-/// inlined: out of line, they measured slower.)
-macro_rules! widest {
-    ($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
-        $(#[$doc])*
-        fn $name($($arg: $ty),*) {
-            #[inline(always)]
-            fn body($($arg: $ty),*) $body
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx512f")]
-                fn avx512($($arg: $ty),*) {
-                    body($($arg),*)
-                }
-                #[target_feature(enable = "avx2")]
-                fn avx2($($arg: $ty),*) {
-                    body($($arg),*)
-                }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU has the feature.
-                    return unsafe { avx512($($arg),*) };
-                }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU has the feature.
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            body($($arg),*)
-        }
-    };
-}
+use super::lanes::{lane, lane_mut, widest, Lane, LANES};
 
 #[inline(always)]
 fn add_to(to: &mut Lane, x: &Lane) {
@@ -321,6 +285,10 @@ impl Terms {
 widest! {
 /// `matrix::matvec_t_acc` for every lane: d += Aᵀ g, in blocks of four rows
 /// summed as that kernel sums them, then the rows left one at a time.
+/// Compiled on its own (`widest!`), not inlined into the whole replay:
+/// there its loop was vector code or not depending on what else the replay
+/// held, and three more ops made the 13-vector regression's batch 37%
+/// slower. (The other kernels stay inlined: out of line, they measured slower.)
 fn matvec_t_acc(m: usize, k: usize, a: &[f64], g: &[f64], d: &mut [f64]) {
     let mut i = 0;
     while i + 4 <= m {

@@ -9,7 +9,8 @@
 //! when the lanes are made.
 
 use super::{Plan, Step};
-use crate::core::graph::eval;
+use crate::core::graph::{eval, mark_needs, post_order};
+use crate::core::op::Op;
 use crate::core::kernels::scalar::{self, with_constant_formula, Formula};
 
 /// How many points a batch replays at once (`Plan::lanes`).
@@ -29,6 +30,42 @@ pub fn lane(arena: &[f64], at: usize) -> &Lane {
 pub fn lane_mut(arena: &mut [f64], at: usize) -> &mut Lane {
     (&mut arena[at * LANES..(at + 1) * LANES]).try_into().expect("a lane is LANES values")
 }
+
+/// The function inside, compiled three times: for AVX-512 (a lane of eight
+/// f64 is one register), for AVX2, and for the baseline, the widest the CPU
+/// has chosen at run time. No fused multiply-add is enabled, so every
+/// version computes the same bits.
+macro_rules! widest {
+    ($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
+        $(#[$doc])*
+        fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn body($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                fn avx512($($arg: $ty),*) {
+                    body($($arg),*)
+                }
+                #[target_feature(enable = "avx2")]
+                fn avx2($($arg: $ty),*) {
+                    body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has the feature.
+                    return unsafe { avx512($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU has the feature.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
+#[cfg(not(target_arch = "wasm32"))] // lane_kernels.rs, native only
+pub(crate) use widest;
 
 #[cfg(not(target_arch = "wasm32"))]
 use super::lane_kernels as vectors;
@@ -117,16 +154,9 @@ impl Plan {
         if self.graph.values.len() > MAX_LANE_VALUES {
             return None;
         }
-        let mut varying = vec![false; nodes.len()];
-        for node in self.params.iter().filter_map(|s| s.node) {
-            varying[node as usize] = true;
-        }
-        // An op's parents that are ops come before it.
-        for (id, node) in nodes.iter().enumerate() {
-            if !node.op.is_leaf() {
-                varying[id] = node.parents.iter().any(|&p| varying[p as usize]);
-            }
-        }
+        // A plan's leaves are its parameters; what depends on one differs from point to point.
+        let mut varying = Vec::new();
+        mark_needs(nodes, &post_order(nodes, self.root), |n| n.op == Op::Leaf, &mut varying);
         if !(0..nodes.len()).all(|id| !varying[id] || node_fits(nodes, id, &varying)) {
             return None;
         }
@@ -141,33 +171,7 @@ impl Plan {
     /// Every lane computes what `forward` and `backward` do, in the same
     /// order, so each point's results are bit-identical to a single replay.
     pub fn replay_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU has the feature.
-                return unsafe { self.replay_lanes_avx512(lanes, params, width, values, grads) };
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has the feature.
-                return unsafe { self.replay_lanes_avx2(lanes, params, width, values, grads) };
-            }
-        }
-        self.replay_lanes_with(lanes, params, width, values, grads)
-    }
-
-    /// `replay_lanes` compiled for wider vector registers: a lane of eight
-    /// f64 is one AVX-512 register. (No fused multiply-add: the results stay
-    /// those of the ordinary replay.)
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    fn replay_lanes_avx512(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
-        self.replay_lanes_with(lanes, params, width, values, grads)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn replay_lanes_avx2(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
-        self.replay_lanes_with(lanes, params, width, values, grads)
+        replay(self, lanes, params, width, values, grads)
     }
 
     #[inline(always)]
@@ -248,6 +252,12 @@ impl Plan {
             at += size;
         }
     }
+}
+
+widest! {
+fn replay(plan: &Plan, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
+    plan.replay_lanes_with(lanes, params, width, values, grads)
+}
 }
 
 /// Whether node `id`, which depends on a parameter, can be replayed in
