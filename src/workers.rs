@@ -71,22 +71,13 @@ fn parked() -> &'static Parked {
 
 /// A kept thread's life: take offers, run the ones not withdrawn.
 fn serve(p: &'static Parked) {
+    let spin = || {
+        for _ in 0..64 {
+            std::hint::spin_loop();
+        }
+    };
     loop {
-        let offer = match spin_for_offer(p) {
-            Some(o) => o,
-            None => {
-                let mut q = lock(&p.offers);
-                p.asleep.fetch_add(1, Ordering::SeqCst);
-                let o = loop {
-                    match q.pop_front() {
-                        Some(o) => break o,
-                        None => q = p.offered.wait(q).unwrap_or_else(|e| e.into_inner()),
-                    }
-                };
-                p.asleep.fetch_sub(1, Ordering::SeqCst);
-                o
-            }
-        };
+        let offer = next(&p.offers, &p.offered, &p.asleep, spin);
         if offer.state.compare_exchange(OFFERED, TAKEN, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             // SAFETY: taken before withdrawn, so `run_on` waits for `ended`.
             let _ = catch_unwind(AssertUnwindSafe(|| unsafe { (*offer.f)() }));
@@ -96,22 +87,27 @@ fn serve(p: &'static Parked) {
     }
 }
 
-/// An offer taken within `SPIN`, if one comes.
-fn spin_for_offer(p: &Parked) -> Option<Arc<Offer>> {
+/// The next item of `queue`: looked for during `SPIN`, with `pause`
+/// between looks, then waited for on `queued` (`asleep` counting the
+/// threads that wait).
+fn next<T>(queue: &Mutex<VecDeque<T>>, queued: &Condvar, asleep: &AtomicUsize, pause: impl Fn()) -> T {
     let start = Instant::now();
-    loop {
-        if let Ok(mut q) = p.offers.try_lock() {
-            if let Some(o) = q.pop_front() {
-                return Some(o);
-            }
+    while start.elapsed() < SPIN {
+        if let Some(item) = queue.try_lock().ok().and_then(|mut q| q.pop_front()) {
+            return item;
         }
-        if start.elapsed() >= SPIN {
-            return None;
-        }
-        for _ in 0..64 {
-            std::hint::spin_loop();
-        }
+        pause();
     }
+    let mut q = lock(queue);
+    asleep.fetch_add(1, Ordering::SeqCst);
+    let item = loop {
+        match q.pop_front() {
+            Some(item) => break item,
+            None => q = queued.wait(q).unwrap_or_else(|e| e.into_inner()),
+        }
+    };
+    asleep.fetch_sub(1, Ordering::SeqCst);
+    item
 }
 
 /// Keep up to `want` threads parked (at most the machine's parallelism - 1);
@@ -176,12 +172,11 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
 /// own). Not under WebAssembly, where async calls run at the call.
 #[cfg(not(target_arch = "wasm32"))]
 mod jobs {
-    use super::{lock, SPIN};
+    use super::{lock, next};
     use std::collections::VecDeque;
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Condvar, Mutex, OnceLock};
-    use std::time::Instant;
 
     type Job = Box<dyn FnOnce() + Send>;
 
@@ -190,6 +185,8 @@ mod jobs {
         queued: Condvar,
         /// Job threads running (none, if none could be started).
         threads: AtomicUsize,
+        /// Job threads waiting for a job (not spinning, not working).
+        asleep: AtomicUsize,
     }
 
     /// Run `job` on a job thread, after the jobs queued before it (or here,
@@ -199,7 +196,7 @@ mod jobs {
         let mut first = false;
         let jobs = JOBS.get_or_init(|| {
             first = true;
-            Jobs { queue: Mutex::new(VecDeque::new()), queued: Condvar::new(), threads: AtomicUsize::new(0) }
+            Jobs { queue: Mutex::new(VecDeque::new()), queued: Condvar::new(), threads: AtomicUsize::new(0), asleep: AtomicUsize::new(0) }
         });
         if first {
             for _ in 0..std::thread::available_parallelism().map_or(1, |n| n.get()) {
@@ -219,25 +216,9 @@ mod jobs {
     /// A job thread's life. A job that panics (a bug) ends there, not the thread.
     fn run_jobs(jobs: &'static Jobs) {
         loop {
-            let start = Instant::now();
-            let mut job = None;
-            while job.is_none() && start.elapsed() < SPIN {
-                if let Ok(mut q) = jobs.queue.try_lock() {
-                    job = q.pop_front();
-                }
-                // The caller, woken by the job just finished, likely waits for
-                // this core: it settles that job's Promise and queues the next.
-                std::thread::yield_now();
-            }
-            let job = job.unwrap_or_else(|| {
-                let mut q = lock(&jobs.queue);
-                loop {
-                    match q.pop_front() {
-                        Some(job) => break job,
-                        None => q = jobs.queued.wait(q).unwrap_or_else(|e| e.into_inner()),
-                    }
-                }
-            });
+            // The caller, woken by the job just finished, likely waits for
+            // this core: it settles that job's Promise and queues the next.
+            let job = next(&jobs.queue, &jobs.queued, &jobs.asleep, std::thread::yield_now);
             let _ = catch_unwind(AssertUnwindSafe(job));
         }
     }
