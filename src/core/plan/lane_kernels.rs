@@ -1,6 +1,6 @@
 //! The kernels of a lane replay (lanes.rs): each op of kernels/mod.rs that a
-//! batch replays `LANES` points at a time, on values laid out lane by lane
-//! (element `e` of a node for point `l` at `(val + e) * LANES + l`).
+//! batch replays `LANES` points at a time, on arenas of lanes (element `e`
+//! of a node for point `l` at `arena[val + e][l]`).
 //!
 //! Each one computes, for every lane, exactly the expression its kernel
 //! computes for one point: the same formulas, the same order of sums
@@ -8,19 +8,24 @@
 //! folds, `matvec_t_acc`'s blocks of four rows). So every point's results
 //! are bit-identical to a single replay; the lanes only run side by side.
 //!
+//! Every loop runs over slices cut to its length first, so that it holds no
+//! bounds check and compiles to vector code, one lane a register.
+//!
 //! Native only: a WebAssembly batch runs on one thread with no wide vector
 //! registers to gain, and these kernels would add ~110 KiB to its module.
 
 use super::super::graph::Node;
 use super::super::kernels::scalar::{self, with_constant_formula, Formula};
 use super::super::op::{broadcast, Broadcast, Op};
-use super::lanes::{lane, lane_mut, widest, Lane, LANES};
+use super::lanes::{lanewise, widest, Lane, LANES};
 
+/// `to += x`, lane by lane. (Read, then written: the compiler cannot tell
+/// that two lanes of one arena do not overlap, and a loop that stores each
+/// lane before loading the next is left scalar.)
 #[inline(always)]
 fn add_to(to: &mut Lane, x: &Lane) {
-    for l in 0..LANES {
-        to[l] += x[l];
-    }
+    let (a, b) = (*to, *x);
+    *to = lanewise!(|l| a[l] + b[l]);
 }
 
 /// `matrix::sum_by`, lane by lane: four interleaved partial sums, then the rest.
@@ -35,7 +40,7 @@ fn sum_by(n: usize, f: impl Fn(usize) -> Lane) -> Lane {
         }
         i += 4;
     }
-    let mut total: Lane = std::array::from_fn(|l| (s[0][l] + s[1][l]) + (s[2][l] + s[3][l]));
+    let mut total = lanewise!(|l| (s[0][l] + s[1][l]) + (s[2][l] + s[3][l]));
     while i < n {
         add_to(&mut total, &f(i));
         i += 1;
@@ -61,76 +66,108 @@ pub fn laned(nodes: &[Node], id: usize, varying: &[bool]) -> bool {
         }
 }
 
-/// The two operands of an elementwise node (a unary one's twice), each as
-/// its offset and its step from one output element to the next (0 for a
-/// broadcast scalar), and how they broadcast.
-fn operands(nodes: &[Node], node: &Node) -> ([(usize, usize); 2], Broadcast) {
+/// An elementwise node's operands (a unary one's twice), each as its
+/// offset in the arena, and how they broadcast.
+fn operands(nodes: &[Node], node: &Node) -> (usize, usize, Broadcast) {
     let (a, b) = (&nodes[node.parents[0] as usize], &nodes[node.parents[node.parents.len() - 1] as usize]);
     let bc = broadcast(node.op.name(), a.shape, b.shape).map_or(Broadcast::Same, |(_, bc)| bc);
-    let n = node.shape.size();
-    let step = |p: &Node| (p.shape.size() == n) as usize;
-    ([(a.val, step(a)), (b.val, step(b))], bc)
+    (a.val, b.val, bc)
+}
+
+/// `$body` with the consts `$x` and `$y` true where the left and right
+/// operand have one element per output element, false for a broadcast
+/// scalar, so that each loop indexes its operands with no choice inside.
+macro_rules! with_constant_steps {
+    ($bc:expr, <$x:ident, $y:ident> $body:expr) => {
+        match $bc {
+            Broadcast::ScalarLeft => {
+                const $x: bool = false;
+                const $y: bool = true;
+                $body
+            }
+            Broadcast::ScalarRight => {
+                const $x: bool = true;
+                const $y: bool = false;
+                $body
+            }
+            _ => {
+                const $x: bool = true;
+                const $y: bool = true;
+                $body
+            }
+        }
+    };
+}
+
+/// An operand's lanes, `n` of them, or the one lane of a broadcast scalar.
+#[inline(always)]
+fn operand<const EACH: bool>(arena: &[Lane], at: usize, n: usize) -> &[Lane] {
+    &arena[at..at + if EACH { n } else { 1 }]
+}
+
+/// Element `e` of an operand cut by `operand`.
+#[inline(always)]
+fn at<const EACH: bool>(x: &[Lane], e: usize) -> &Lane {
+    &x[if EACH { e } else { 0 }]
 }
 
 /// A laned node's value, for every lane. `uniform` is the plan's own arena,
 /// holding what does not differ from point to point (a matvec's matrix).
 #[inline(always)]
-pub fn forward(nodes: &[Node], id: usize, uniform: &[f64], v: &mut [f64]) {
+pub fn forward(nodes: &[Node], id: usize, uniform: &[f64], v: &mut [Lane]) {
     let node = &nodes[id];
     let n = node.shape.size();
-    let (lower, upper) = v.split_at_mut(node.val * LANES);
-    let out = |e: usize| e * LANES..(e + 1) * LANES;
+    let (lower, upper) = v.split_at_mut(node.val);
+    let out = &mut upper[..n];
     let parent = |k: usize| &nodes[node.parents[k] as usize];
+    let lanes_of = |p: &Node| &lower[p.val..p.val + p.shape.size()];
     match node.op {
         Op::Sum | Op::Mean => {
-            let x = parent(0);
-            let len = x.shape.size();
-            let mut s = sum_by(len, |i| *lane(lower, x.val + i));
+            let x = lanes_of(parent(0));
+            let mut s = sum_by(x.len(), |i| x[i]);
             if node.op == Op::Mean {
-                s.iter_mut().for_each(|s| *s /= len as f64);
+                s.iter_mut().for_each(|s| *s /= x.len() as f64);
             }
-            upper[out(0)].copy_from_slice(&s);
+            out[0] = s;
         }
         Op::Dot => {
-            let (x, y) = (parent(0), parent(1));
             let mut s = [0.0; LANES];
-            for j in 0..x.shape.size() {
-                let (a, b) = (lane(lower, x.val + j), lane(lower, y.val + j));
+            for (a, b) in lanes_of(parent(0)).iter().zip(lanes_of(parent(1))) {
                 for l in 0..LANES {
                     s[l] += a[l] * b[l];
                 }
             }
-            upper[out(0)].copy_from_slice(&s);
+            out[0] = s;
         }
         Op::Matmul => {
             let (m, k) = parent(0).shape.rows_cols();
-            let a = &uniform[parent(0).range()];
-            matvec(m, k, a, &lower[parent(1).val * LANES..], &mut upper[..m * LANES]);
+            matvec(m, k, &uniform[parent(0).range()], lanes_of(parent(1)), out);
         }
         // Copies: a vector's block, the same values reshaped, the parts one after another.
         Op::Slice { start, .. } => {
-            let from = (parent(0).val + start[0]) * LANES;
-            upper[..n * LANES].copy_from_slice(&lower[from..from + n * LANES]);
+            let from = parent(0).val + start[0];
+            out.copy_from_slice(&lower[from..from + n]);
         }
-        Op::Reshape(_) => upper[..n * LANES].copy_from_slice(&lower[parent(0).val * LANES..(parent(0).val + n) * LANES]),
+        Op::Reshape(_) => out.copy_from_slice(lanes_of(parent(0))),
         Op::Concat { .. } => {
             let mut at = 0;
             for k in 0..node.parents.len() {
-                let (from, len) = (parent(k).val * LANES, parent(k).shape.size() * LANES);
-                upper[at..at + len].copy_from_slice(&lower[from..from + len]);
-                at += len;
+                let part = lanes_of(parent(k));
+                out[at..at + part.len()].copy_from_slice(part);
+                at += part.len();
             }
         }
         op => {
             let Some((f, k)) = Formula::of(op) else { unreachable!("a laned node's op has a lane kernel") };
-            let [(xa, sa), (xb, sb)] = operands(nodes, node).0;
-            with_constant_formula!(f, |c| {
-                for e in 0..n {
-                    let (x, y, o) = (lane(lower, xa + e * sa), lane(lower, xb + e * sb), lane_mut(upper, e));
-                    for l in 0..LANES {
-                        o[l] = scalar::value(c, k, x[l], y[l]);
+            let (xa, xb, bc) = operands(nodes, node);
+            with_constant_steps!(bc, <X, Y> {
+                let (x, y) = (operand::<X>(lower, xa, n), operand::<Y>(lower, xb, n));
+                with_constant_formula!(f, |c| {
+                    for (e, o) in out.iter_mut().enumerate() {
+                        let (x, y) = (*at::<X>(x, e), *at::<Y>(y, e));
+                        *o = lanewise!(|l| scalar::value(c, k, x[l], y[l]));
                     }
-                }
+                })
             })
         }
     }
@@ -139,32 +176,32 @@ pub fn forward(nodes: &[Node], id: usize, uniform: &[f64], v: &mut [f64]) {
 /// `matrix::matvec` for every lane: out[i] = Σ_j a[i][j] x[j], left to
 /// right from 0. Four rows at a time, so their sums do not wait on each other.
 #[inline(always)]
-fn matvec(m: usize, k: usize, a: &[f64], x: &[f64], out: &mut [f64]) {
+fn matvec(m: usize, k: usize, a: &[f64], x: &[Lane], out: &mut [Lane]) {
     const ROWS: usize = 4;
+    let (a, x, out) = (&a[..m * k], &x[..k], &mut out[..m]);
     let mut i = 0;
     while i + ROWS <= m {
+        let rows: [&[f64]; ROWS] = std::array::from_fn(|r| &a[(i + r) * k..(i + r + 1) * k]);
         let mut s = [[0.0; LANES]; ROWS];
-        for j in 0..k {
-            let xj = lane(x, j);
-            for (r, sr) in s.iter_mut().enumerate() {
-                let aij = a[(i + r) * k + j];
+        for (j, xj) in x.iter().enumerate() {
+            for (sr, row) in s.iter_mut().zip(rows) {
+                let aij = row[j];
                 for l in 0..LANES {
                     sr[l] += aij * xj[l];
                 }
             }
         }
-        out[i * LANES..(i + ROWS) * LANES].copy_from_slice(s.as_flattened());
+        out[i..i + ROWS].copy_from_slice(&s);
         i += ROWS;
     }
-    for i in i..m {
+    for (i, o) in out.iter_mut().enumerate().skip(i) {
         let mut s = [0.0; LANES];
-        for j in 0..k {
-            let (aij, xj) = (a[i * k + j], lane(x, j));
+        for (aij, xj) in a[i * k..(i + 1) * k].iter().zip(x) {
             for l in 0..LANES {
                 s[l] += aij * xj[l];
             }
         }
-        *lane_mut(out, i) = s;
+        *o = s;
     }
 }
 
@@ -172,144 +209,144 @@ fn matvec(m: usize, k: usize, a: &[f64], x: &[f64], out: &mut [f64]) {
 /// parent that `takes` one, in the order and by the expressions of
 /// `kernels::adjoint`.
 #[inline(always)]
-pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[f64], adj: &mut [f64], takes: impl Fn(u32) -> bool) {
+pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[Lane], adj: &mut [Lane], takes: impl Fn(u32) -> bool) {
     let node = &nodes[id];
     let n = node.shape.size();
-    let (lower, upper) = adj.split_at_mut(node.val * LANES);
+    let (lower, upper) = adj.split_at_mut(node.val);
+    let g = &upper[..n];
     // The node's adjoint, when it is a scalar (a sum's, a mean's, a dot's).
-    let g0 = if n > 0 { *lane(upper, 0) } else { [0.0; LANES] };
+    let g0 = g.first().copied().unwrap_or([0.0; LANES]);
     for (k, &p) in node.parents.iter().enumerate() {
         if !takes(p) {
             continue;
         }
         let d = &nodes[p as usize];
+        let to = &mut lower[d.val..d.val + d.shape.size()];
         match node.op {
-            Op::Sum => (0..d.shape.size()).for_each(|e| add_to(lane_mut(lower, d.val + e), &g0)),
+            Op::Sum => to.iter_mut().for_each(|to| add_to(to, &g0)),
             Op::Mean => {
-                let s: Lane = std::array::from_fn(|l| g0[l] / d.shape.size() as f64);
-                (0..d.shape.size()).for_each(|e| add_to(lane_mut(lower, d.val + e), &s))
+                let s = lanewise!(|l| g0[l] / to.len() as f64);
+                to.iter_mut().for_each(|to| add_to(to, &s))
             }
             Op::Dot => {
                 let other = &nodes[node.parents[1 - k] as usize];
-                for e in 0..d.shape.size() {
-                    let (x, to) = (lane(v, other.val + e), lane_mut(lower, d.val + e));
-                    for l in 0..LANES {
-                        to[l] += g0[l] * x[l];
-                    }
+                for (to, x) in to.iter_mut().zip(&v[other.val..other.val + other.shape.size()]) {
+                    add_to(to, &lanewise!(|l| g0[l] * x[l]));
                 }
             }
             // `axpy(1.0, g, d)` in the kernels: 1.0 · g is g, so d += g.
-            Op::Slice { start, .. } => (0..n).for_each(|e| add_to(lane_mut(lower, d.val + start[0] + e), lane(upper, e))),
-            Op::Reshape(_) => (0..n).for_each(|e| add_to(lane_mut(lower, d.val + e), lane(upper, e))),
+            Op::Slice { start, .. } => to[start[0]..start[0] + n].iter_mut().zip(g).for_each(|(to, g)| add_to(to, g)),
+            Op::Reshape(_) => to.iter_mut().zip(g).for_each(|(to, g)| add_to(to, g)),
             Op::Concat { .. } => {
                 let at: usize = node.parents[..k].iter().map(|&q| nodes[q as usize].shape.size()).sum();
-                (0..d.shape.size()).for_each(|e| add_to(lane_mut(lower, d.val + e), lane(upper, at + e)))
+                to.iter_mut().zip(&g[at..]).for_each(|(to, g)| add_to(to, g))
             }
             Op::Matmul => {
                 let (m, kk) = nodes[node.parents[0] as usize].shape.rows_cols();
-                let a = &uniform[nodes[node.parents[0] as usize].range()];
-                matvec_t_acc(m, kk, a, &upper[..m * LANES], &mut lower[d.val * LANES..(d.val + kk) * LANES]);
+                matvec_t_acc(m, kk, &uniform[nodes[node.parents[0] as usize].range()], g, to);
             }
             op => {
                 let Some((f, kexp)) = Formula::of(op) else { unreachable!("a laned node's op has a lane kernel") };
-                let ([(xa, sa), (xb, sb)], bc) = operands(nodes, node);
-                let summed = matches!((bc, k), (Broadcast::ScalarLeft, 0) | (Broadcast::ScalarRight, 1));
-                let at = Terms { x: (xa, sa), y: (xb, sb), out: node.val, n, summed };
-                // Each formula and operand a constant, so each loop is straight vector code.
-                with_constant_formula!(f, |c| match k {
-                    0 => at.add::<0>(c, kexp, v, upper, lower, d.val),
-                    _ => at.add::<1>(c, kexp, v, upper, lower, d.val),
+                let (xa, xb, bc) = operands(nodes, node);
+                let o = &v[node.val..node.val + n];
+                // Each formula, operand and broadcast a constant, so each loop is straight vector code.
+                with_constant_steps!(bc, <X, Y> {
+                    let (x, y) = (operand::<X>(v, xa, n), operand::<Y>(v, xb, n));
+                    with_constant_formula!(f, |c| match k {
+                        0 => terms::<0, X, Y>(c, kexp, [x, y, o, g], to),
+                        _ => terms::<1, X, Y>(c, kexp, [x, y, o, g], to),
+                    })
                 })
             }
         }
     }
 }
 
-/// Where an elementwise node's adjoint terms come from: its operands
-/// (offset, step per element), its value, its length, and whether the
-/// operand taking them is a broadcast scalar (which takes their sum).
-#[derive(Clone, Copy)]
-struct Terms {
-    x: (usize, usize),
-    y: (usize, usize),
-    out: usize,
-    n: usize,
-    summed: bool,
+/// Operand `I`'s terms of formula `f`'s adjoint added to its adjoint `to`,
+/// as `binary_adjoint` and `unary_adjoint` add them: element by element, or
+/// summed (`sum_by`) into a broadcast scalar. `[x, y, o, g]` are the
+/// operands (cut by `operand`), the node's value and its adjoint.
+#[inline(always)]
+fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Lane]; 4], to: &mut [Lane]) {
+    let n = g.len();
+    if (I == 0 && !X) || (I == 1 && !Y) {
+        // `sum_by`, written out: a closure passed to it, or one calling
+        // `term`, is not inlined, and then the formula is no longer a constant.
+        let mut s = [[0.0; LANES]; 4];
+        let body = n - n % 4;
+        let mut e = 0;
+        while e < body {
+            for (j, sj) in s.iter_mut().enumerate() {
+                add_to(sj, &term::<I, X, Y>(f, k, [x, y, o, g], e + j));
+            }
+            e += 4;
+        }
+        let mut total = lanewise!(|l| (s[0][l] + s[1][l]) + (s[2][l] + s[3][l]));
+        for e in body..n {
+            add_to(&mut total, &term::<I, X, Y>(f, k, [x, y, o, g], e));
+        }
+        add_to(&mut to[0], &total);
+    } else {
+        for (e, to) in to[..n].iter_mut().enumerate() {
+            add_to(to, &term::<I, X, Y>(f, k, [x, y, o, g], e));
+        }
+    }
 }
 
-impl Terms {
-    /// Operand `I`'s terms of formula `f`'s adjoint (`g` at the node's
-    /// offset in `adj`) added to its adjoint at `to`, as `binary_adjoint`
-    /// and `unary_adjoint` add them.
-    #[inline(always)]
-    fn add<const I: usize>(&self, f: Formula, k: f64, v: &[f64], g: &[f64], adj: &mut [f64], to: usize) {
-        if self.summed {
-            // `sum_by`, written out: a closure here is not inlined, and
-            // without it the formula is no longer a constant.
-            let mut s = [[0.0; LANES]; 4];
-            let body = self.n - self.n % 4;
-            let mut e = 0;
-            while e < body {
-                for (j, sj) in s.iter_mut().enumerate() {
-                    add_to(sj, &self.term::<I>(f, k, v, g, e + j));
-                }
-                e += 4;
-            }
-            let mut total: Lane = std::array::from_fn(|l| (s[0][l] + s[1][l]) + (s[2][l] + s[3][l]));
-            while e < self.n {
-                add_to(&mut total, &self.term::<I>(f, k, v, g, e));
-                e += 1;
-            }
-            add_to(lane_mut(adj, to), &total);
-        } else {
-            for e in 0..self.n {
-                let t = self.term::<I>(f, k, v, g, e);
-                add_to(lane_mut(adj, to + e), &t);
-            }
-        }
-    }
-
-    /// Output element `e`'s term for operand `I`, lane by lane.
-    #[inline(always)]
-    fn term<const I: usize>(&self, f: Formula, k: f64, v: &[f64], g: &[f64], e: usize) -> Lane {
-        let Terms { x: (xa, sa), y: (xb, sb), out, .. } = *self;
-        let (x, y, o, g) = (lane(v, xa + e * sa), lane(v, xb + e * sb), lane(v, out + e), lane(g, e));
-        let mut t = [0.0; LANES];
-        for l in 0..LANES {
-            t[l] = scalar::partial(f, k, I, x[l], y[l], o[l], g[l]);
-        }
-        t
-    }
+/// Output element `e`'s term of operand `I`, lane by lane.
+#[inline(always)]
+fn term<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Lane]; 4], e: usize) -> Lane {
+    let (x, y, o, g) = (*at::<X>(x, e), *at::<Y>(y, e), o[e], g[e]);
+    lanewise!(|l| scalar::partial(f, k, I, x[l], y[l], o[l], g[l]))
 }
 
 widest! {
-/// `matrix::matvec_t_acc` for every lane: d += Aᵀ g, in blocks of four rows
-/// summed as that kernel sums them, then the rows left one at a time.
+/// `matrix::matvec_t_acc` for every lane: d += Aᵀ g. Each d[j] takes
+/// the rows in blocks of four, summed as that kernel sums them, then the
+/// rows left one at a time. Four columns at a time, held in registers
+/// across all rows: their sums do not wait on each other, and no lane
+/// goes back to memory between blocks (the loop the other way round was
+/// compiled to gathers and scatters across the columns, ~3× slower).
 /// Compiled on its own (`widest!`), not inlined into the whole replay:
 /// there its loop was vector code or not depending on what else the replay
-/// held, and three more ops made the 13-vector regression's batch 37%
-/// slower. (The other kernels stay inlined: out of line, they measured slower.)
-fn matvec_t_acc(m: usize, k: usize, a: &[f64], g: &[f64], d: &mut [f64]) {
+/// held. (The other kernels stay inlined: out of line, they measured slower.)
+fn matvec_t_acc(m: usize, k: usize, a: &[f64], g: &[Lane], d: &mut [Lane]) {
+    let (a, g, d) = (&a[..m * k], &g[..m], &mut d[..k]);
+    let mut j = 0;
+    while j + 4 <= k {
+        columns::<4>(k, a, g, &mut d[j..j + 4], j);
+        j += 4;
+    }
+    for j in j..k {
+        columns::<1>(k, a, g, &mut d[j..j + 1], j);
+    }
+}
+}
+
+/// `matvec_t_acc` for columns `j..j + C`, their sums in registers.
+#[inline(always)]
+fn columns<const C: usize>(k: usize, a: &[f64], g: &[Lane], d: &mut [Lane], j: usize) {
+    let m = g.len();
+    let body = m - m % 4;
+    let mut acc: [Lane; C] = std::array::from_fn(|c| d[c]);
     let mut i = 0;
-    while i + 4 <= m {
-        let gs: [&Lane; 4] = std::array::from_fn(|r| lane(g, i + r));
-        for j in 0..k {
-            let r: [f64; 4] = std::array::from_fn(|r| a[(i + r) * k + j]);
-            let to = lane_mut(d, j);
+    while i < body {
+        let gs: [&Lane; 4] = std::array::from_fn(|r| &g[i + r]);
+        for (c, acc) in acc.iter_mut().enumerate() {
+            let r: [f64; 4] = std::array::from_fn(|r| a[(i + r) * k + j + c]);
             for l in 0..LANES {
-                to[l] += ((gs[0][l] * r[0] + gs[1][l] * r[1]) + gs[2][l] * r[2]) + gs[3][l] * r[3];
+                acc[l] += ((gs[0][l] * r[0] + gs[1][l] * r[1]) + gs[2][l] * r[2]) + gs[3][l] * r[3];
             }
         }
         i += 4;
     }
-    for i in i..m {
-        let gi = lane(g, i);
-        for j in 0..k {
-            let (aij, to) = (a[i * k + j], lane_mut(d, j));
+    for (i, gi) in g.iter().enumerate().skip(body) {
+        for (c, acc) in acc.iter_mut().enumerate() {
+            let aij = a[i * k + j + c];
             for l in 0..LANES {
-                to[l] += gi[l] * aij;
+                acc[l] += gi[l] * aij;
             }
         }
     }
-}
+    d.copy_from_slice(&acc);
 }

@@ -1,7 +1,7 @@
 //! A batch's replay of a plan `LANES` points at a time (src/batch.rs).
 //!
 //! Every value and adjoint of the plan is held once per point, side by side
-//! (element `i` of the plan's arena for point `l` at `i * LANES + l`), and
+//! (element `i` of the plan's arena for point `l` at `lanes[i][l]`), and
 //! each step runs across the points at once: its dispatch is paid once per
 //! `LANES` points, the points' dependency chains overlap, and the loops over
 //! the lanes are vector instructions. What does not depend on a parameter
@@ -21,20 +21,28 @@ const MAX_LANE_VALUES: usize = 1 << 15;
 
 pub type Lane = [f64; LANES];
 
-#[inline(always)]
-pub fn lane(arena: &[f64], at: usize) -> &Lane {
-    arena[at * LANES..(at + 1) * LANES].try_into().expect("a lane is LANES values")
+/// The lane whose element `l` is `$e`: a loop, not `std::array::from_fn`,
+/// whose closure is not inlined into a function as large as the replay.
+macro_rules! lanewise {
+    (|$l:ident| $e:expr) => {{
+        let mut lane: $crate::core::plan::lanes::Lane = [0.0; $crate::core::plan::lanes::LANES];
+        for $l in 0..$crate::core::plan::lanes::LANES {
+            lane[$l] = $e;
+        }
+        lane
+    }};
 }
+pub(crate) use lanewise;
 
-#[inline(always)]
-pub fn lane_mut(arena: &mut [f64], at: usize) -> &mut Lane {
-    (&mut arena[at * LANES..(at + 1) * LANES]).try_into().expect("a lane is LANES values")
-}
-
-/// The function inside, compiled three times: for AVX-512 (a lane of eight
-/// f64 is one register), for AVX2, and for the baseline, the widest the CPU
-/// has chosen at run time. No fused multiply-add is enabled, so every
-/// version computes the same bits.
+/// The function inside, compiled twice: for AVX2 (a lane of eight f64 is
+/// two registers) and for the baseline, the one chosen at run time. No
+/// fused multiply-add is enabled, so both compute the same bits.
+///
+/// Not for AVX-512: there the compiler turned loops over a node's elements
+/// into gathers and scatters across lanes (the lanes' loops, unrolled, look
+/// like eight strided streams to it), and with them avoided (an unstable
+/// `prefer-no-gather` flag) it ran no faster than AVX2: a batch's replay
+/// is bound by moving lanes between cache and registers, not by arithmetic.
 macro_rules! widest {
     ($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
         $(#[$doc])*
@@ -43,17 +51,9 @@ macro_rules! widest {
             fn body($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx512f")]
-                fn avx512($($arg: $ty),*) {
-                    body($($arg),*)
-                }
                 #[target_feature(enable = "avx2")]
                 fn avx2($($arg: $ty),*) {
                     body($($arg),*)
-                }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU has the feature.
-                    return unsafe { avx512($($arg),*) };
                 }
                 if std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: the CPU has the feature.
@@ -73,19 +73,20 @@ use super::lane_kernels as vectors;
 /// Under WebAssembly only scalar steps run in lanes (lane_kernels.rs says why).
 #[cfg(target_arch = "wasm32")]
 mod vectors {
+    use super::Lane;
     use crate::core::graph::Node;
 
     pub fn laned(_: &[Node], _: usize, _: &[bool]) -> bool {
         false
     }
-    pub fn forward(_: &[Node], _: usize, _: &[f64], _: &mut [f64]) {}
-    pub fn adjoint(_: &[Node], _: usize, _: &[f64], _: &[f64], _: &mut [f64], _: impl Fn(u32) -> bool) {}
+    pub fn forward(_: &[Node], _: usize, _: &[f64], _: &mut [Lane]) {}
+    pub fn adjoint(_: &[Node], _: usize, _: &[f64], _: &[Lane], _: &mut [Lane], _: impl Fn(u32) -> bool) {}
 }
 
 /// The arenas of a lane replay, and which nodes differ from point to point.
 pub struct Lanes {
-    values: Vec<f64>,
-    adj: Vec<f64>,
+    values: Vec<Lane>,
+    adj: Vec<Lane>,
     varying: Vec<bool>,
 }
 
@@ -95,9 +96,8 @@ pub struct Lanes {
 fn lane_values(f: Formula, k: f64, x: &Lane, y: &Lane, out: &mut Lane) {
     #[inline(always)]
     fn each(f: Formula, k: f64, x: &Lane, y: &Lane, out: &mut Lane) {
-        for l in 0..LANES {
-            out[l] = scalar::value(f, k, x[l], y[l]);
-        }
+        let (x, y) = (*x, *y);
+        *out = lanewise!(|l| scalar::value(f, k, x[l], y[l]));
     }
     with_constant_formula!(f, |c| each(c, k, x, y, out))
 }
@@ -109,9 +109,8 @@ fn lane_partials(f: Formula, k: f64, i: usize, x: &Lane, y: &Lane, v: &Lane, g: 
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn each(f: Formula, k: f64, i: usize, x: &Lane, y: &Lane, v: &Lane, g: &Lane, to: &mut Lane) {
-        for l in 0..LANES {
-            to[l] += scalar::partial(f, k, i, x[l], y[l], v[l], g[l]);
-        }
+        let (x, y, v, g, a) = (*x, *y, *v, *g, *to);
+        *to = lanewise!(|l| a[l] + scalar::partial(f, k, i, x[l], y[l], v[l], g[l]));
     }
     with_constant_formula!(f, |c| each(c, k, i, x, y, v, g, to))
 }
@@ -123,7 +122,7 @@ impl Plan {
     /// unless every node that depends on one is a scalar or vector made by
     /// an op with a lane kernel (nothing that can fail), and the plan is small.
     pub fn lanes(&mut self, reuse: Option<Lanes>) -> Option<Lanes> {
-        let size = self.graph.values.len() * LANES;
+        let size = self.graph.values.len();
         let mut lanes = match reuse {
             Some(lanes) if lanes.values.len() == size && lanes.varying.len() == self.graph.nodes.len() => lanes,
             _ => self.new_lanes()?,
@@ -142,7 +141,7 @@ impl Plan {
         for (id, node) in g.nodes.iter().enumerate() {
             if !varying[id] && node.shape.rank() <= 1 {
                 for i in node.range() {
-                    *lane_mut(&mut lanes.values, i) = [g.values[i]; LANES];
+                    lanes.values[i] = [g.values[i]; LANES];
                 }
             }
         }
@@ -161,8 +160,8 @@ impl Plan {
             return None;
         }
         // Zeroed and never written where a matrix sits: those pages stay untouched.
-        let size = self.graph.values.len() * LANES;
-        Some(Lanes { values: vec![0.0; size], adj: vec![0.0; size], varying })
+        let size = self.graph.values.len();
+        Some(Lanes { values: vec![[0.0; LANES]; size], adj: vec![[0.0; LANES]; size], varying })
     }
 
     /// Replay `n` points (1 ≤ n ≤ LANES) in lanes: `params` holds them one
@@ -185,8 +184,7 @@ impl Plan {
             let size = slot.shape.size();
             if let Some(node) = slot.node {
                 let base = nodes[node as usize].val;
-                for e in 0..size {
-                    let to = lane_mut(v, base + e);
+                for (e, to) in v[base..base + size].iter_mut().enumerate() {
                     for l in 0..n {
                         to[l] = params[l * width + at + e];
                     }
@@ -197,47 +195,46 @@ impl Plan {
         for step in &self.forward {
             match *step {
                 Step::Scalar(s) => {
-                    let (lower, upper) = v.split_at_mut(s.out as usize * LANES);
-                    lane_values(s.formula, s.k, lane(lower, s.a as usize), lane(lower, s.b as usize), lane_mut(upper, 0));
+                    let (lower, upper) = v.split_at_mut(s.out as usize);
+                    lane_values(s.formula, s.k, &lower[s.a as usize], &lower[s.b as usize], &mut upper[0]);
                 }
                 Step::Node(id) if varying[id as usize] => vectors::forward(nodes, id as usize, uniform, v),
                 Step::Node(_) => {}
             }
         }
         for &(a, b) in &self.clear {
-            adj[a * LANES..b * LANES].fill(0.0);
+            adj[a..b].fill([0.0; LANES]);
         }
         let root = nodes[self.root as usize].val;
-        *lane_mut(adj, root) = [1.0; LANES];
+        adj[root] = [1.0; LANES];
         // Only nodes that depend on a parameter pass adjoints on to a
         // parameter, so the others' adjoints are not computed.
         let takes = |p: u32| self.needs[p as usize] && varying[p as usize];
         for step in &self.backward {
             match *step {
                 Step::Scalar(s) => {
-                    let (lower, upper) = adj.split_at_mut(s.out as usize * LANES);
-                    let g = lane(upper, 0);
-                    let (x, y, out) = (lane(v, s.a as usize), lane(v, s.b as usize), lane(v, s.out as usize));
+                    let (lower, upper) = adj.split_at_mut(s.out as usize);
+                    let g = &upper[0];
+                    let (x, y, out) = (&v[s.a as usize], &v[s.b as usize], &v[s.out as usize]);
                     if s.needs[0] {
-                        lane_partials(s.formula, s.k, 0, x, y, out, g, lane_mut(lower, s.a as usize));
+                        lane_partials(s.formula, s.k, 0, x, y, out, g, &mut lower[s.a as usize]);
                     }
                     if s.needs[1] && s.formula.binary() {
-                        lane_partials(s.formula, s.k, 1, x, y, out, g, lane_mut(lower, s.b as usize));
+                        lane_partials(s.formula, s.k, 1, x, y, out, g, &mut lower[s.b as usize]);
                     }
                 }
                 Step::Node(id) if varying[id as usize] => vectors::adjoint(nodes, id as usize, uniform, v, adj, takes),
                 Step::Node(_) => {}
             }
         }
-        values.copy_from_slice(&lane(v, root)[..n]);
+        values.copy_from_slice(&v[root][..n]);
         let mut at = 0;
         for slot in &self.params {
             let size = slot.shape.size();
             match slot.node {
                 Some(node) if self.needs[node as usize] => {
                     let base = nodes[node as usize].val;
-                    for e in 0..size {
-                        let from = lane(adj, base + e);
+                    for (e, from) in adj[base..base + size].iter().enumerate() {
                         for l in 0..n {
                             grads[l * width + at + e] = from[l];
                         }
