@@ -28,6 +28,14 @@ fn add_to(to: &mut Lane, x: &Lane) {
     *to = lanewise!(|l| a[l] + b[l]);
 }
 
+/// An adjoint's term added to it, or, for its `first` term, written as
+/// `0 + x`: what adding it to the cleared adjoint gives (+0 for -0).
+#[inline(always)]
+fn take(to: &mut Lane, x: &Lane, first: bool) {
+    let (a, b) = (if first { [0.0; LANES] } else { *to }, *x);
+    *to = lanewise!(|l| a[l] + b[l]);
+}
+
 /// `matrix::sum_by`, lane by lane: four interleaved partial sums, then the rest.
 #[inline(always)]
 fn sum_by(n: usize, f: impl Fn(usize) -> Lane) -> Lane {
@@ -207,9 +215,9 @@ fn matvec(m: usize, k: usize, a: &[f64], x: &[Lane], out: &mut [Lane]) {
 
 /// A laned node's adjoint (at its offset in `adj`) accumulated into each
 /// parent that `takes` one, in the order and by the expressions of
-/// `kernels::adjoint`.
+/// `kernels::adjoint`; written, where it is a parent's `first` term.
 #[inline(always)]
-pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[Lane], adj: &mut [Lane], takes: impl Fn(u32) -> bool) {
+pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[Lane], adj: &mut [Lane], takes: impl Fn(u32) -> bool, first: &[(u32, u32)]) {
     let node = &nodes[id];
     let n = node.shape.size();
     let (lower, upper) = adj.split_at_mut(node.val);
@@ -222,28 +230,29 @@ pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[Lane], adj: &mut
         }
         let d = &nodes[p as usize];
         let to = &mut lower[d.val..d.val + d.shape.size()];
+        let write = first[p as usize] == (id as u32, k as u32);
         match node.op {
-            Op::Sum => to.iter_mut().for_each(|to| add_to(to, &g0)),
+            Op::Sum => to.iter_mut().for_each(|to| take(to, &g0, write)),
             Op::Mean => {
                 let s = lanewise!(|l| g0[l] / to.len() as f64);
-                to.iter_mut().for_each(|to| add_to(to, &s))
+                to.iter_mut().for_each(|to| take(to, &s, write))
             }
             Op::Dot => {
                 let other = &nodes[node.parents[1 - k] as usize];
                 for (to, x) in to.iter_mut().zip(&v[other.val..other.val + other.shape.size()]) {
-                    add_to(to, &lanewise!(|l| g0[l] * x[l]));
+                    take(to, &lanewise!(|l| g0[l] * x[l]), write);
                 }
             }
-            // `axpy(1.0, g, d)` in the kernels: 1.0 · g is g, so d += g.
+            // `axpy(1.0, g, d)` in the kernels: 1.0 · g is g, so d += g. (Never a first term.)
             Op::Slice { start, .. } => to[start[0]..start[0] + n].iter_mut().zip(g).for_each(|(to, g)| add_to(to, g)),
-            Op::Reshape(_) => to.iter_mut().zip(g).for_each(|(to, g)| add_to(to, g)),
+            Op::Reshape(_) => to.iter_mut().zip(g).for_each(|(to, g)| take(to, g, write)),
             Op::Concat { .. } => {
                 let at: usize = node.parents[..k].iter().map(|&q| nodes[q as usize].shape.size()).sum();
-                to.iter_mut().zip(&g[at..]).for_each(|(to, g)| add_to(to, g))
+                to.iter_mut().zip(&g[at..]).for_each(|(to, g)| take(to, g, write))
             }
             Op::Matmul => {
                 let (m, kk) = nodes[node.parents[0] as usize].shape.rows_cols();
-                matvec_t_acc(m, kk, &uniform[nodes[node.parents[0] as usize].range()], g, to);
+                matvec_t_acc(m, kk, &uniform[nodes[node.parents[0] as usize].range()], g, to, write);
             }
             op => {
                 let Some((f, kexp)) = Formula::of(op) else { unreachable!("a laned node's op has a lane kernel") };
@@ -253,8 +262,8 @@ pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[Lane], adj: &mut
                 with_constant_steps!(bc, <X, Y> {
                     let (x, y) = (operand::<X>(v, xa, n), operand::<Y>(v, xb, n));
                     with_constant_formula!(f, |c| match k {
-                        0 => terms::<0, X, Y>(c, kexp, [x, y, o, g], to),
-                        _ => terms::<1, X, Y>(c, kexp, [x, y, o, g], to),
+                        0 => terms::<0, X, Y>(c, kexp, [x, y, o, g], to, write),
+                        _ => terms::<1, X, Y>(c, kexp, [x, y, o, g], to, write),
                     })
                 })
             }
@@ -267,7 +276,7 @@ pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[Lane], adj: &mut
 /// summed (`sum_by`) into a broadcast scalar. `[x, y, o, g]` are the
 /// operands (cut by `operand`), the node's value and its adjoint.
 #[inline(always)]
-fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Lane]; 4], to: &mut [Lane]) {
+fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Lane]; 4], to: &mut [Lane], write: bool) {
     let n = g.len();
     if (I == 0 && !X) || (I == 1 && !Y) {
         // `sum_by`, written out: a closure passed to it, or one calling
@@ -285,10 +294,10 @@ fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y
         for e in body..n {
             add_to(&mut total, &term::<I, X, Y>(f, k, [x, y, o, g], e));
         }
-        add_to(&mut to[0], &total);
+        take(&mut to[0], &total, write);
     } else {
         for (e, to) in to[..n].iter_mut().enumerate() {
-            add_to(to, &term::<I, X, Y>(f, k, [x, y, o, g], e));
+            take(to, &term::<I, X, Y>(f, k, [x, y, o, g], e), write);
         }
     }
 }
@@ -310,8 +319,11 @@ widest! {
 /// Compiled on its own (`widest!`), not inlined into the whole replay:
 /// there its loop was vector code or not depending on what else the replay
 /// held. (The other kernels stay inlined: out of line, they measured slower.)
-fn matvec_t_acc(m: usize, k: usize, a: &[f64], g: &[Lane], d: &mut [Lane]) {
+fn matvec_t_acc(m: usize, k: usize, a: &[f64], g: &[Lane], d: &mut [Lane], write: bool) {
     let (a, g, d) = (&a[..m * k], &g[..m], &mut d[..k]);
+    if write {
+        d.fill([0.0; LANES]);
+    }
     let mut j = 0;
     while j + 4 <= k {
         columns::<4>(k, a, g, &mut d[j..j + 4], j);

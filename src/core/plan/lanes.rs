@@ -80,7 +80,7 @@ mod vectors {
         false
     }
     pub fn forward(_: &[Node], _: usize, _: &[f64], _: &mut [Lane]) {}
-    pub fn adjoint(_: &[Node], _: usize, _: &[f64], _: &[Lane], _: &mut [Lane], _: impl Fn(u32) -> bool) {}
+    pub fn adjoint(_: &[Node], _: usize, _: &[f64], _: &[Lane], _: &mut [Lane], _: impl Fn(u32) -> bool, _: &[(u32, u32)]) {}
 }
 
 /// The arenas of a lane replay, and which nodes differ from point to point.
@@ -88,7 +88,16 @@ pub struct Lanes {
     values: Vec<Lane>,
     adj: Vec<Lane>,
     varying: Vec<bool>,
+    /// Per node, the term that comes first to its adjoint, when a lane
+    /// kernel writes it whole: (the node it comes from, which operand).
+    /// That term is written, not added, so the adjoint is not cleared.
+    first: Vec<(u32, u32)>,
+    /// The adjoints cleared before each sweep: the others' first terms write them.
+    clear: Vec<(usize, usize)>,
 }
+
+/// No first term written whole.
+const NO_TERM: (u32, u32) = (u32::MAX, u32::MAX);
 
 /// `f`'s value, lane by lane. Each arm names its formula as a constant, so
 /// the match inside `scalar::value` folds away and the loop is straight.
@@ -159,9 +168,53 @@ impl Plan {
         if !(0..nodes.len()).all(|id| !varying[id] || node_fits(nodes, id, &varying)) {
             return None;
         }
+        let (first, clear) = self.first_terms(&varying);
         // Zeroed and never written where a matrix sits: those pages stay untouched.
         let size = self.graph.values.len();
-        Some(Lanes { values: vec![[0.0; LANES]; size], adj: vec![[0.0; LANES]; size], varying })
+        Some(Lanes { values: vec![[0.0; LANES]; size], adj: vec![[0.0; LANES]; size], varying, first, clear })
+    }
+
+    /// `Lanes::first` and `Lanes::clear`: which term of the backward sweep
+    /// comes first to each adjoint, and which adjoints must be cleared
+    /// because theirs is added (a scalar step's, a slice's) or they take none.
+    fn first_terms(&self, varying: &[bool]) -> (Vec<(u32, u32)>, Vec<(usize, usize)>) {
+        let nodes = &self.graph.nodes;
+        let mut first = vec![NO_TERM; nodes.len()];
+        // Which adjoints have taken a term, by where they start in the arena
+        // (a scalar step names its operands so).
+        let mut seen = vec![false; self.graph.values.len() + 1];
+        for step in &self.backward {
+            match *step {
+                Step::Scalar(s) => {
+                    seen[s.a as usize] |= s.needs[0];
+                    seen[s.b as usize] |= s.needs[1] && s.formula.binary();
+                }
+                Step::Node(id) if varying[id as usize] => {
+                    let whole = !matches!(nodes[id as usize].op, Op::Slice { .. });
+                    for (k, &p) in nodes[id as usize].parents.iter().enumerate() {
+                        let (p, at) = (p as usize, nodes[p as usize].val);
+                        if self.needs[p] && varying[p] && !seen[at] {
+                            seen[at] = true;
+                            if whole {
+                                first[p] = (id, k as u32);
+                            }
+                        }
+                    }
+                }
+                Step::Node(_) => {}
+            }
+        }
+        let mut clear: Vec<(usize, usize)> = Vec::new();
+        for (id, node) in nodes.iter().enumerate() {
+            if self.needs[id] && first[id] == NO_TERM {
+                let r = node.range();
+                match clear.last_mut() {
+                    Some(last) if last.1 == r.start => last.1 = r.end,
+                    _ => clear.push((r.start, r.end)),
+                }
+            }
+        }
+        (first, clear)
     }
 
     /// Replay `n` points (1 ≤ n ≤ LANES) in lanes: `params` holds them one
@@ -177,7 +230,7 @@ impl Plan {
     fn replay_lanes_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
         let n = values.len();
         debug_assert!((1..=LANES).contains(&n) && params.len() == n * width && grads.len() == n * width);
-        let Lanes { values: v, adj, varying } = lanes;
+        let Lanes { values: v, adj, varying, first, clear } = lanes;
         let (nodes, uniform) = (&self.graph.nodes, &self.graph.values);
         let mut at = 0;
         for slot in &self.params {
@@ -202,7 +255,7 @@ impl Plan {
                 Step::Node(_) => {}
             }
         }
-        for &(a, b) in &self.clear {
+        for &(a, b) in clear.iter() {
             adj[a..b].fill([0.0; LANES]);
         }
         let root = nodes[self.root as usize].val;
@@ -223,7 +276,7 @@ impl Plan {
                         lane_partials(s.formula, s.k, 1, x, y, out, g, &mut lower[s.b as usize]);
                     }
                 }
-                Step::Node(id) if varying[id as usize] => vectors::adjoint(nodes, id as usize, uniform, v, adj, takes),
+                Step::Node(id) if varying[id as usize] => vectors::adjoint(nodes, id as usize, uniform, v, adj, takes, first),
                 Step::Node(_) => {}
             }
         }
