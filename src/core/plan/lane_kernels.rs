@@ -17,7 +17,7 @@
 use super::super::graph::Node;
 use super::super::kernels::scalar::{self, with_constant_formula, Formula};
 use super::super::op::{broadcast, Broadcast, Op};
-use super::lanes::{lanewise, widest, Lane, LANES};
+use super::lanes::{lanewise, widest, Lane, Term, LANES};
 
 /// `to += x`, lane by lane. (Read, then written: the compiler cannot tell
 /// that two lanes of one arena do not overlap, and a loop that stores each
@@ -217,7 +217,7 @@ fn matvec(m: usize, k: usize, a: &[f64], x: &[Lane], out: &mut [Lane]) {
 /// parent that `takes` one, in the order and by the expressions of
 /// `kernels::adjoint`; written, where it is a parent's `first` term.
 #[inline(always)]
-pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[Lane], adj: &mut [Lane], takes: impl Fn(u32) -> bool, first: &[(u32, u32)]) {
+pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[Lane], adj: &mut [Lane], takes: impl Fn(u32) -> bool, first: &[Term]) {
     let node = &nodes[id];
     let n = node.shape.size();
     let (lower, upper) = adj.split_at_mut(node.val);

@@ -32,6 +32,7 @@ macro_rules! lanewise {
         lane
     }};
 }
+#[cfg(not(target_arch = "wasm32"))] // lane_kernels.rs, native only
 pub(crate) use lanewise;
 
 /// The function inside, compiled twice: for AVX2 (a lane of eight f64 is
@@ -80,7 +81,7 @@ mod vectors {
         false
     }
     pub fn forward(_: &[Node], _: usize, _: &[f64], _: &mut [Lane]) {}
-    pub fn adjoint(_: &[Node], _: usize, _: &[f64], _: &[Lane], _: &mut [Lane], _: impl Fn(u32) -> bool, _: &[(u32, u32)]) {}
+    pub fn adjoint(_: &[Node], _: usize, _: &[f64], _: &[Lane], _: &mut [Lane], _: impl Fn(u32) -> bool, _: &[super::Term]) {}
 }
 
 /// The arenas of a lane replay, and which nodes differ from point to point.
@@ -91,13 +92,15 @@ pub struct Lanes {
     /// Per node, the term that comes first to its adjoint, when a lane
     /// kernel writes it whole: (the node it comes from, which operand).
     /// That term is written, not added, so the adjoint is not cleared.
-    first: Vec<(u32, u32)>,
+    first: Vec<Term>,
     /// The adjoints cleared before each sweep: the others' first terms write them.
     clear: Vec<(usize, usize)>,
 }
 
+/// A term of a node's adjoint: the node it comes from, and which operand.
+pub type Term = (u32, u32);
 /// No first term written whole.
-const NO_TERM: (u32, u32) = (u32::MAX, u32::MAX);
+const NO_TERM: Term = (u32::MAX, u32::MAX);
 
 /// `f`'s value, lane by lane. Each arm names its formula as a constant, so
 /// the match inside `scalar::value` folds away and the loop is straight.
@@ -177,7 +180,7 @@ impl Plan {
     /// `Lanes::first` and `Lanes::clear`: which term of the backward sweep
     /// comes first to each adjoint, and which adjoints must be cleared
     /// because theirs is added (a scalar step's, a slice's) or they take none.
-    fn first_terms(&self, varying: &[bool]) -> (Vec<(u32, u32)>, Vec<(usize, usize)>) {
+    fn first_terms(&self, varying: &[bool]) -> (Vec<Term>, Vec<(usize, usize)>) {
         let nodes = &self.graph.nodes;
         let mut first = vec![NO_TERM; nodes.len()];
         // Which adjoints have taken a term, by where they start in the arena
