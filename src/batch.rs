@@ -80,11 +80,15 @@ pub struct Pool {
     /// Nanoseconds one point took in the last batch, 0 before the first:
     /// how many threads the next one is worth.
     point_ns: AtomicU64,
+    /// How many points a block holds a multiple of: LANES where the plan
+    /// replays in lanes (a group cut short runs its lanes half empty), else 1.
+    group: usize,
 }
 
 impl Pool {
     pub fn new(plan: &Plan) -> Pool {
-        Pool { template: plan.clone(), idle: Mutex::new(Vec::new()), point_ns: AtomicU64::new(0) }
+        let group = if plan.replays_in_lanes() { LANES } else { 1 };
+        Pool { template: plan.clone(), idle: Mutex::new(Vec::new()), point_ns: AtomicU64::new(0), group }
     }
 
     /// A replica no other thread uses: the one this thread used last if it
@@ -175,6 +179,15 @@ pub fn threads_for(p: &Plan, asked: usize, k: usize) -> usize {
     // A replica holds values, adjoints and scratch.
     let bytes = p.held().saturating_mul(16).max(1);
     asked.clamp(1, MAX_THREADS).min(k.max(1)).min((REPLICA_BYTES / bytes).max(1))
+}
+
+/// How many points a block holds: about eight blocks per thread, so that
+/// a thread slowed by other work on the machine takes fewer of them, each
+/// a multiple of `group`: whole groups of lanes, since a group cut short
+/// runs its lanes half empty (64 regression points on two threads in
+/// blocks of four took 1.3× as long as on one thread).
+fn block_size(k: usize, threads: usize, group: usize) -> usize {
+    k.div_ceil(threads * 8).next_multiple_of(group).max(1)
 }
 
 /// A run of consecutive points one thread takes at a time.
@@ -310,20 +323,16 @@ pub fn run(
     if values.len() != k || grads.len() != k * width {
         return Err(Failure::whole("result buffers do not match the batch"));
     }
-    let threads = match replicas {
-        Replicas::Own(_) => 1,
+    let (threads, group) = match replicas {
+        Replicas::Own(_) => (1, LANES),
         Replicas::Pool(pool) => {
             // No more threads than the work pays for, judged by the last batch.
             let point_ns = pool.point_ns.load(Ordering::Relaxed);
             let worth = if point_ns == 0 { usize::MAX } else { (point_ns.saturating_mul(k as u64) / WORK_PER_THREAD_NS) as usize };
-            threads_for(plan, threads, k).min(worth.max(1))
+            (threads_for(plan, threads, k).min(worth.max(1)), pool.group)
         }
     };
-    // About eight blocks per thread: a thread slowed by other work on the
-    // machine takes fewer of them. Whole groups of LANES points: a group
-    // cut short runs its lanes half empty (64 regression points on two
-    // threads in blocks of four took 1.3× as long as on one thread).
-    let size = k.div_ceil(threads * 8).next_multiple_of(LANES);
+    let size = block_size(k, threads, group);
     let mut blocks = Vec::with_capacity(k.div_ceil(size));
     let (mut v, mut g) = (values, grads);
     let mut first = 0;
@@ -378,135 +387,4 @@ pub fn run(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::json::plan_from_json;
-
-    /// SPEC §8's example: w scalar, b [2]; inputs x, y [2].
-    const SPEC: &str = r#"{"version":2,"input":"map","nodes":[
-        {"kind":"param","name":"w","shape":[]},{"kind":"param","name":"b","shape":[2]},
-        {"kind":"input","name":"x","shape":[2]},{"kind":"input","name":"y","shape":[2]},
-        {"kind":"op","op":"add","parents":[3,1]},{"kind":"op","op":"mul","parents":[0,2]},
-        {"kind":"op","op":"sub","parents":[5,4]},{"kind":"op","op":"square","parents":[6]},
-        {"kind":"op","op":"sum","parents":[7]}],"root":8}"#;
-
-    /// Half logdetPSD of a [2×2] parameter: fails where it is not positive definite.
-    const LOGDET: &str = r#"{"version":2,"input":"single","nodes":[
-        {"kind":"param","shape":[2,2]},{"kind":"op","op":"cholesky","parents":[0]},
-        {"kind":"op","op":"diagPart","parents":[1]},{"kind":"op","op":"log","parents":[2]},
-        {"kind":"op","op":"sum","parents":[3]}],"root":4}"#;
-
-    /// Every formula on scalars: parameters a, b, an unused [3] one, input
-    /// c; `mul(a, a)` adds twice into one adjoint; sqrt and log of a
-    /// negative give NaN.
-    const SCALARS: &str = r#"{"version":2,"input":"map","nodes":[
-        {"kind":"param","name":"a","shape":[]},{"kind":"param","name":"b","shape":[]},
-        {"kind":"param","name":"unused","shape":[3]},{"kind":"input","name":"c","shape":[]},
-        {"kind":"op","op":"add","parents":[0,1]},{"kind":"op","op":"sub","parents":[4,3]},
-        {"kind":"op","op":"mul","parents":[5,0]},{"kind":"op","op":"div","parents":[6,1]},
-        {"kind":"op","op":"maximum","parents":[7,0]},{"kind":"op","op":"minimum","parents":[8,1]},
-        {"kind":"op","op":"neg","parents":[9]},{"kind":"op","op":"exp","parents":[10]},
-        {"kind":"op","op":"log","parents":[5]},{"kind":"op","op":"sqrt","parents":[0]},
-        {"kind":"op","op":"square","parents":[1]},{"kind":"op","op":"tanh","parents":[12]},
-        {"kind":"op","op":"sigmoid","parents":[11]},{"kind":"op","op":"relu","parents":[5]},
-        {"kind":"op","op":"lgamma","parents":[14]},{"kind":"op","op":"pow","parents":[0],"args":[2.5]},
-        {"kind":"op","op":"mul","parents":[0,0]},{"kind":"op","op":"add","parents":[15,16]},
-        {"kind":"op","op":"add","parents":[21,17]},{"kind":"op","op":"add","parents":[22,18]},
-        {"kind":"op","op":"add","parents":[23,19]},{"kind":"op","op":"add","parents":[24,20]},
-        {"kind":"op","op":"add","parents":[25,13]}],"root":26}"#;
-
-    /// One point through the ordinary replay (never in lanes).
-    fn single(p: &mut Plan, point: &[f64], inputs: &[f64]) -> (f64, Vec<f64>) {
-        let flat = [point, inputs].concat();
-        let mut grads = vec![0.0; point.len()];
-        let value = crate::api::plan_run_flat(p, &flat, &mut grads).unwrap();
-        (value, grads)
-    }
-
-    fn bits(xs: &[f64]) -> Vec<u64> {
-        xs.iter().map(|x| x.to_bits()).collect()
-    }
-
-    #[test]
-    fn scalar_plans_replayed_in_lanes_give_the_single_results_bit_for_bit() {
-        let mut p = plan_from_json(SCALARS).unwrap();
-        assert!(p.lanes(None).is_some(), "this plan is replayed in lanes");
-        assert!(plan_from_json(LOGDET).unwrap().lanes(None).is_none(), "a plan with a matrix parameter is not");
-        let pool = Pool::new(&p);
-        let inputs = [0.75];
-        // Group sizes below, at and past LANES, and a negative `a` for NaN.
-        for k in [1, LANES - 1, LANES, LANES + 1, 2 * LANES + 3, 301] {
-            let params: Vec<f64> = (0..k * 5).map(|i| 1.3 * (i as f64 * 0.37).sin() + 0.4).collect();
-            let expected: Vec<(f64, Vec<f64>)> = (0..k).map(|i| single(&mut p, &params[i * 5..i * 5 + 5], &inputs)).collect();
-            assert!(expected.iter().any(|(v, _)| v.is_nan()) == (k > 2), "some points give NaN");
-            assert!(expected.iter().any(|(v, g)| v.is_finite() && g[0] != 0.0 && g[1] != 0.0 && g[2..] == [0.0; 3]));
-            for threads in [1, 2, 3] {
-                let (mut values, mut grads) = (vec![0.0; k], vec![f64::NAN; k * 5]);
-                run(Replicas::Pool(&pool), &params, &inputs, k, threads, &mut values, &mut grads).unwrap();
-                for (i, (v, g)) in expected.iter().enumerate() {
-                    assert_eq!(values[i].to_bits(), v.to_bits(), "value {i} of {k}, {threads} threads");
-                    assert_eq!(bits(&grads[i * 5..i * 5 + 5]), bits(g), "gradient {i} of {k}, {threads} threads");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn every_thread_count_gives_the_single_results_bit_for_bit() {
-        let mut p = plan_from_json(SPEC).unwrap();
-        let pool = Pool::new(&p);
-        let inputs = [1.0, 2.0, 2.0, 5.0];
-        let k = 301;
-        let params: Vec<f64> = (0..k * 3).map(|i| (i as f64 * 0.37).sin()).collect();
-        let expected: Vec<(f64, Vec<f64>)> = (0..k).map(|i| single(&mut p, &params[i * 3..i * 3 + 3], &inputs)).collect();
-        assert_eq!(single(&mut p, &[2.0, 0.5, 0.5], &inputs), (2.5, vec![-7.0, 1.0, 3.0]));
-        for threads in [0, 1, 2, 3, 8, 64] {
-            let (mut values, mut grads) = (vec![0.0; k], vec![0.0; k * 3]);
-            run(Replicas::Pool(&pool), &params, &inputs, k, threads, &mut values, &mut grads).unwrap();
-            for (i, (v, g)) in expected.iter().enumerate() {
-                assert_eq!(values[i].to_bits(), v.to_bits(), "value {i}, {threads} threads");
-                let got: Vec<u64> = grads[i * 3..i * 3 + 3].iter().map(|x| x.to_bits()).collect();
-                assert_eq!(got, g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), "gradient {i}");
-            }
-        }
-    }
-
-    #[test]
-    fn the_first_failing_point_is_named_whatever_the_threads() {
-        let p = plan_from_json(LOGDET).unwrap();
-        let pool = Pool::new(&p);
-        let k = 400;
-        let mut params = Vec::new();
-        for i in 0..k {
-            let bad = i == 123 || i == 350;
-            params.extend_from_slice(if bad { &[1.0, 2.0, 2.0, 1.0] } else { &[2.0, 0.0, 0.0, 2.0] });
-        }
-        for threads in [1, 2, 4] {
-            let (mut values, mut grads) = (vec![0.0; k], vec![0.0; k * 4]);
-            let f = run(Replicas::Pool(&pool), &params, &[], k, threads, &mut values, &mut grads).unwrap_err();
-            assert_eq!(f.index, Some(123));
-            assert_eq!(f.message("batch"), "batch: point 123: cholesky: matrix is not positive definite (pivot 1 is -3)");
-        }
-        // The pool's replicas keep working.
-        let (mut values, mut grads) = (vec![0.0; 2], vec![0.0; 8]);
-        run(Replicas::Pool(&pool), &params[..8], &[], 2, 2, &mut values, &mut grads).unwrap();
-        let mut q = plan_from_json(LOGDET).unwrap();
-        assert_eq!(values[0].to_bits(), single(&mut q, &params[..4], &[]).0.to_bits());
-        assert!((values[0] - 2f64.ln()).abs() < 1e-15);
-    }
-
-    #[test]
-    fn sizes_are_checked_before_anything_runs() {
-        let p = plan_from_json(SPEC).unwrap();
-        let pool = Pool::new(&p);
-        let run_k = |params: &[f64], inputs: &[f64], k: usize| {
-            let (mut values, mut grads) = (vec![0.0; k.min(4)], vec![0.0; (k * 3).min(12)]);
-            run(Replicas::Pool(&pool), params, inputs, k, 1, &mut values, &mut grads).unwrap_err().message("batch")
-        };
-        assert_eq!(run_k(&[0.0; 6], &[0.0; 4], 1 << 25), "batch: 33554432 points are more than the 16777216 a batch takes");
-        assert_eq!(run_k(&[0.0; 5], &[0.0; 4], 2), "batch: 5 parameter values for 2 points of 3");
-        assert_eq!(run_k(&[0.0; 6], &[0.0; 3], 2), "batch: 3 input values, the plan takes 4");
-        assert_eq!(threads_for(&p, 1000, 10), 10);
-        assert_eq!(threads_for(&p, 1000, 100_000), MAX_THREADS);
-    }
-}
+mod tests;

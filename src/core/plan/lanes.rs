@@ -160,7 +160,15 @@ impl Plan {
         Some(lanes)
     }
 
-    fn new_lanes(&self) -> Option<Lanes> {
+    /// Whether a batch may replay this plan in lanes (`lanes` can still
+    /// refuse, when what does not depend on a parameter fails to compute).
+    pub fn replays_in_lanes(&self) -> bool {
+        self.lane_varying().is_some()
+    }
+
+    /// Which nodes differ from point to point, if the plan is small and
+    /// each of those has a lane kernel.
+    fn lane_varying(&self) -> Option<Vec<bool>> {
         let nodes = &self.graph.nodes;
         if self.graph.values.len() > MAX_LANE_VALUES {
             return None;
@@ -168,9 +176,11 @@ impl Plan {
         // A plan's leaves are its parameters; what depends on one differs from point to point.
         let mut varying = Vec::new();
         mark_needs(nodes, &post_order(nodes, self.root), |n| n.op == Op::Leaf, &mut varying);
-        if !(0..nodes.len()).all(|id| !varying[id] || node_fits(nodes, id, &varying)) {
-            return None;
-        }
+        (0..nodes.len()).all(|id| !varying[id] || node_fits(nodes, id, &varying)).then_some(varying)
+    }
+
+    fn new_lanes(&self) -> Option<Lanes> {
+        let varying = self.lane_varying()?;
         let (first, clear) = self.first_terms(&varying);
         // Zeroed and never written where a matrix sits: those pages stay untouched.
         let size = self.graph.values.len();
