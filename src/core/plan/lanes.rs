@@ -8,7 +8,7 @@
 //! is the same at every point: it is computed once, by the ordinary kernels,
 //! when the lanes are made.
 
-use super::{Plan, Step};
+use super::{arena_ranges, Plan, Step};
 use crate::core::graph::{eval, mark_needs, post_order};
 use crate::core::op::Op;
 use crate::core::kernels::scalar::{self, with_constant_formula, Formula};
@@ -217,16 +217,7 @@ impl Plan {
                 Step::Node(_) => {}
             }
         }
-        let mut clear: Vec<(usize, usize)> = Vec::new();
-        for (id, node) in nodes.iter().enumerate() {
-            if self.needs[id] && first[id] == NO_TERM {
-                let r = node.range();
-                match clear.last_mut() {
-                    Some(last) if last.1 == r.start => last.1 = r.end,
-                    _ => clear.push((r.start, r.end)),
-                }
-            }
-        }
+        let clear = arena_ranges(nodes, |id| self.needs[id] && first[id] == NO_TERM);
         (first, clear)
     }
 

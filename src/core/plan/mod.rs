@@ -271,16 +271,7 @@ impl Plan {
         let mut forward: Vec<Step> = pure.iter().map(|&i| Step::of(&g.nodes, i, &needs)).collect();
         carry_chains(&mut forward);
         let backward = pure.iter().rev().filter(|&&i| needs[i as usize]).map(|&i| Step::of(&g.nodes, i, &needs)).collect();
-        let mut clear: Vec<(usize, usize)> = Vec::new();
-        for (i, node) in g.nodes.iter().enumerate() {
-            if needs[i] {
-                let r = node.range();
-                match clear.last_mut() {
-                    Some(last) if last.1 == r.start => last.1 = r.end,
-                    _ => clear.push((r.start, r.end)),
-                }
-            }
-        }
+        let clear = arena_ranges(&g.nodes, |i| needs[i]);
         let adj = vec![0.0; g.values.len()];
         let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
         Plan { graph: g, adj, root, params, inputs, forward, backward, needs, chains, clear, names: None }
@@ -468,6 +459,20 @@ fn compact(src: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passe
         new_id[old as usize] = id;
     }
     Ok((g, new_id))
+}
+
+/// The arena ranges of the nodes `which` picks, neighbours merged: what a
+/// sweep clears of the adjoints.
+fn arena_ranges(nodes: &[Node], which: impl Fn(usize) -> bool) -> Vec<(usize, usize)> {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for (_, node) in nodes.iter().enumerate().filter(|&(i, _)| which(i)) {
+        let r = node.range();
+        match ranges.last_mut() {
+            Some(last) if last.1 == r.start => last.1 = r.end,
+            _ => ranges.push((r.start, r.end)),
+        }
+    }
+    ranges
 }
 
 #[cfg(test)]
