@@ -338,26 +338,21 @@ fn matvec_t_acc(m: usize, k: usize, a: &[f64], g: &[Lane], d: &mut [Lane], write
 /// `matvec_t_acc` for columns `j..j + C`, their sums in registers.
 #[inline(always)]
 fn columns<const C: usize>(k: usize, a: &[f64], g: &[Lane], d: &mut [Lane], j: usize) {
-    let m = g.len();
-    let body = m - m % 4;
+    let body = g.len() - g.len() % 4;
     let mut acc: [Lane; C] = std::array::from_fn(|c| d[c]);
-    let mut i = 0;
-    while i < body {
-        let gs: [&Lane; 4] = std::array::from_fn(|r| &g[i + r]);
+    for (block, gs) in g[..body].chunks_exact(4).enumerate() {
+        // The block's four rows, each cut to the C columns once.
+        let rows: [&[f64]; 4] = std::array::from_fn(|r| &a[(4 * block + r) * k + j..][..C]);
         for (c, acc) in acc.iter_mut().enumerate() {
-            let r: [f64; 4] = std::array::from_fn(|r| a[(i + r) * k + j + c]);
-            for l in 0..LANES {
-                acc[l] += ((gs[0][l] * r[0] + gs[1][l] * r[1]) + gs[2][l] * r[2]) + gs[3][l] * r[3];
-            }
+            let (s, r) = (*acc, [rows[0][c], rows[1][c], rows[2][c], rows[3][c]]);
+            *acc = lanewise!(|l| s[l] + (((gs[0][l] * r[0] + gs[1][l] * r[1]) + gs[2][l] * r[2]) + gs[3][l] * r[3]));
         }
-        i += 4;
     }
     for (i, gi) in g.iter().enumerate().skip(body) {
-        for (c, acc) in acc.iter_mut().enumerate() {
-            let aij = a[i * k + j + c];
-            for l in 0..LANES {
-                acc[l] += gi[l] * aij;
-            }
+        let row = &a[i * k + j..][..C];
+        for (acc, &aij) in acc.iter_mut().zip(row) {
+            let s = *acc;
+            *acc = lanewise!(|l| s[l] + gi[l] * aij);
         }
     }
     d.copy_from_slice(&acc);

@@ -23,27 +23,33 @@ pub type Lane = [f64; LANES];
 
 /// The lane whose element `l` is `$e`: a loop, not `std::array::from_fn`,
 /// whose closure is not inlined into a function as large as the replay.
+///
+/// The empty `asm!` after it keeps the loop vectorizer off any loop around
+/// it (it cannot vectorize inline assembly), leaving each lane to the SLP
+/// vectorizer: one register. Otherwise, with AVX-512, a loop over a node's
+/// elements was vectorized across elements, lane by lane, with gathers and
+/// scatters: 20% slower than the lanes as registers.
 macro_rules! lanewise {
     (|$l:ident| $e:expr) => {{
         let mut lane: $crate::core::plan::lanes::Lane = [0.0; $crate::core::plan::lanes::LANES];
         for $l in 0..$crate::core::plan::lanes::LANES {
             lane[$l] = $e;
         }
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an empty instruction sequence, touching nothing.
+        unsafe {
+            std::arch::asm!("", options(nomem, nostack, preserves_flags))
+        };
         lane
     }};
 }
 #[cfg(not(target_arch = "wasm32"))] // lane_kernels.rs, native only
 pub(crate) use lanewise;
 
-/// The function inside, compiled twice: for AVX2 (a lane of eight f64 is
-/// two registers) and for the baseline, the one chosen at run time. No
-/// fused multiply-add is enabled, so both compute the same bits.
-///
-/// Not for AVX-512: there the compiler turned loops over a node's elements
-/// into gathers and scatters across lanes (the lanes' loops, unrolled, look
-/// like eight strided streams to it), and with them avoided (an unstable
-/// `prefer-no-gather` flag) it ran no faster than AVX2: a batch's replay
-/// is bound by moving lanes between cache and registers, not by arithmetic.
+/// The function inside, compiled three times: for AVX-512 (a lane of
+/// eight f64 is one register), for AVX2 (two) and for the baseline, the
+/// one chosen at run time. All three compute the same bits: Rust never
+/// fuses a multiply and an add unless asked (`mul_add`).
 macro_rules! widest {
     ($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
         $(#[$doc])*
@@ -52,6 +58,14 @@ macro_rules! widest {
             fn body($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]
             {
+                #[target_feature(enable = "avx512f")]
+                fn avx512($($arg: $ty),*) {
+                    body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has the feature.
+                    return unsafe { avx512($($arg),*) };
+                }
                 #[target_feature(enable = "avx2")]
                 fn avx2($($arg: $ty),*) {
                     body($($arg),*)
