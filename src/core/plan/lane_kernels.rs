@@ -16,7 +16,8 @@
 
 use super::super::graph::Node;
 use super::super::kernels::scalar::{self, with_constant_formula, Formula};
-use super::super::op::{broadcast, Broadcast, Op};
+use super::super::op::{Broadcast, Op};
+use super::super::shape::Shape;
 use super::lanes::{lanewise, widest, Lane, Term, LANES};
 
 /// `to += x`, lane by lane. (Read, then written: the compiler cannot tell
@@ -75,10 +76,16 @@ pub fn laned(nodes: &[Node], id: usize, varying: &[bool]) -> bool {
 }
 
 /// An elementwise node's operands (a unary one's twice), each as its
-/// offset in the arena, and how they broadcast.
+/// offset in the arena, and how they broadcast: as `op::broadcast` pairs
+/// scalars and vectors, written out so that it is inlined.
+#[inline(always)]
 fn operands(nodes: &[Node], node: &Node) -> (usize, usize, Broadcast) {
     let (a, b) = (&nodes[node.parents[0] as usize], &nodes[node.parents[node.parents.len() - 1] as usize]);
-    let bc = broadcast(node.op.name(), a.shape, b.shape).map_or(Broadcast::Same, |(_, bc)| bc);
+    let bc = match (a.shape, b.shape) {
+        (x, y) if x == y => Broadcast::Same,
+        (Shape::Scalar, _) => Broadcast::ScalarLeft,
+        _ => Broadcast::ScalarRight,
+    };
     (a.val, b.val, bc)
 }
 
