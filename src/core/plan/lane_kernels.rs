@@ -20,6 +20,29 @@ use super::super::op::{Broadcast, Op};
 use super::super::shape::Shape;
 use super::lanes::{lanewise, widest, Lane, Term, LANES};
 
+/// `$body` for each `$e` in `0..$n`, by index, two at a time. By index,
+/// not by iterator: then the compiler sees that `$e` is within every
+/// operand cut to `$n` and checks (almost) no bound in the loop. Two at a
+/// time: the loop's own instructions are paid once per two elements (a
+/// packed regression batch ran 7% faster with AVX-512, 3% slower with
+/// AVX2 alone, where a lane is already two registers; four at a time was
+/// no faster still).
+macro_rules! each_index {
+    ($n:expr, |$e:ident| $body:expr) => {{
+        let n = $n;
+        for pair in 0..n / 2 {
+            let $e = 2 * pair;
+            $body;
+            let $e = 2 * pair + 1;
+            $body;
+        }
+        if n % 2 == 1 {
+            let $e = n - 1;
+            $body;
+        }
+    }};
+}
+
 /// `to += x`, lane by lane. (Read, then written: the compiler cannot tell
 /// that two lanes of one arena do not overlap, and a loop that stores each
 /// lane before loading the next is left scalar.)
@@ -178,13 +201,10 @@ pub fn forward(nodes: &[Node], id: usize, uniform: &[f64], v: &mut [Lane]) {
             with_constant_steps!(bc, <X, Y> {
                 let (x, y) = (operand::<X>(lower, xa, n), operand::<Y>(lower, xb, n));
                 with_constant_formula!(f, |c| {
-                    // By index, not by iterator: then the compiler sees that
-                    // `e` is within every operand, and checks no bound in the loop.
-                    #[allow(clippy::needless_range_loop)]
-                    for e in 0..n {
+                    each_index!(n, |e| {
                         let (x, y) = (*at::<X>(x, e), *at::<Y>(y, e));
                         out[e] = lanewise!(|l| scalar::value(c, k, x[l], y[l]));
-                    }
+                    })
                 })
             })
         }
@@ -306,12 +326,8 @@ fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y
         }
         take(&mut to[0], &total, write);
     } else {
-        // By index, as in `forward`: no bound checked in the loop.
         let to = &mut to[..n];
-        #[allow(clippy::needless_range_loop)]
-        for e in 0..n {
-            take(&mut to[e], &term::<I, X, Y>(f, k, [x, y, o, g], e), write);
-        }
+        each_index!(n, |e| take(&mut to[e], &term::<I, X, Y>(f, k, [x, y, o, g], e), write));
     }
 }
 
