@@ -10,7 +10,8 @@
 use tangent_grad::batch::{self, Pool, Replicas};
 use tangent_grad::core::graph::Graph;
 use tangent_grad::core::op::{Exponent, Op};
-use tangent_grad::core::plan::{Plan, LANES};
+use tangent_grad::core::plan::{Plan, LANES, WIDEST};
+use std::sync::atomic::Ordering;
 use tangent_grad::core::shape::Shape;
 
 struct Rng(u64);
@@ -121,6 +122,14 @@ fn same(a: f64, b: f64) -> bool {
 
 #[test]
 fn random_vector_programs_replayed_in_lanes_give_the_single_results() {
+    // Every variant the machine can run (AVX-512, AVX2, baseline), not only the widest.
+    for widest in [0, 1, 2] {
+        WIDEST.store(widest, Ordering::Relaxed);
+        random_programs();
+    }
+}
+
+fn random_programs() {
     let mut finite = 0;
     for seed in 0..300u64 {
         let (n, m) = [(1, 1), (3, 5), (4, 4), (5, 9), (13, 34)][seed as usize % 5];

@@ -46,6 +46,13 @@ macro_rules! lanewise {
 #[cfg(not(target_arch = "wasm32"))] // lane_kernels.rs, native only
 pub(crate) use lanewise;
 
+/// The widest variant of those `widest!` compiles that a lane replay may
+/// use: 2 for AVX-512, 1 for AVX2, 0 for the baseline (where the CPU has
+/// them). Tests lower it, to check every variant on a machine that would
+/// only run the widest.
+#[doc(hidden)]
+pub static WIDEST: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(2);
+
 /// The function inside, compiled three times: for AVX-512 (a lane of
 /// eight f64 is one register), for AVX2 (two) and for the baseline, the
 /// one chosen at run time. All three compute the same bits: Rust never
@@ -62,7 +69,8 @@ macro_rules! widest {
                 fn avx512($($arg: $ty),*) {
                     body($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx512f") {
+                let widest = $crate::core::plan::lanes::WIDEST.load(std::sync::atomic::Ordering::Relaxed);
+                if widest >= 2 && std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU has the feature.
                     return unsafe { avx512($($arg),*) };
                 }
@@ -70,7 +78,7 @@ macro_rules! widest {
                 fn avx2($($arg: $ty),*) {
                     body($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx2") {
+                if widest >= 1 && std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: the CPU has the feature.
                     return unsafe { avx2($($arg),*) };
                 }

@@ -23,7 +23,7 @@ use crate::fail;
 #[cfg(not(target_arch = "wasm32"))]
 mod lane_kernels;
 mod lanes;
-pub use lanes::{Lanes, LANES};
+pub use lanes::{Lanes, LANES, WIDEST};
 
 /// A parameter or input of the plan, in the caller's order.
 #[derive(Debug, Clone)]
