@@ -7,11 +7,11 @@
 //! only needs to be a NaN: which operand's NaN an instruction keeps is the
 //! compiler's choice in either replay).
 
+use std::sync::atomic::Ordering;
 use tangent_grad::batch::{self, Pool, Replicas};
 use tangent_grad::core::graph::Graph;
 use tangent_grad::core::op::{Exponent, Op};
 use tangent_grad::core::plan::{Plan, LANES, WIDEST};
-use std::sync::atomic::Ordering;
 use tangent_grad::core::shape::Shape;
 
 struct Rng(u64);
