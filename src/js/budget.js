@@ -15,7 +15,7 @@ import { N } from './binding.js';
  * the budget, while a working set of plans in use is never rebuilt over
  * and over unless it alone passes the hard cap.
  */
-const BUDGET = 64 * 2 ** 20;
+export const BUDGET = 64 * 2 ** 20;
 const HARD_CAP = 4 * BUDGET;
 const RECENT = 64;
 
