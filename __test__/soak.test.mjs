@@ -184,8 +184,11 @@ test(`ops outside an evaluation, on the shared tape, keep memory flat (${EAGER} 
 const LOOPS = full ? 1_000_000 : 100_000;
 const X = Array.from({ length: 200 }, (_, i) => Array.from({ length: 50 }, (_, j) => Math.sin(i + j)));
 const ones = new Array(50).fill(1);
-const rss = () => process.memoryUsage().rss / 2 ** 20;
-const heap = () => process.memoryUsage().heapTotal / 2 ** 20;
+/** RSS and V8's heap, in MB, read at once. */
+function memory() {
+  const m = process.memoryUsage();
+  return { rss: m.rss / 2 ** 20, heap: m.heapTotal / 2 ** 20 };
+}
 
 /**
  * RSS growth over `count` synchronous calls of `step`, after a warm-up;
@@ -194,16 +197,17 @@ const heap = () => process.memoryUsage().heapTotal / 2 ** 20;
  */
 function syncGrowth(count, step) {
   for (let i = 0; i < 1000; i++) step();
-  const [base, heapBase] = [rss(), heap()];
-  let [peak, native] = [base, 0];
+  const start = memory();
+  let [peak, native] = [0, 0];
   for (let i = 0; i < count; i++) {
     step();
     if (i % 1000 === 0) {
-      peak = Math.max(peak, rss());
-      native = Math.max(native, rss() - base - (heap() - heapBase));
+      const m = memory();
+      peak = Math.max(peak, m.rss - start.rss);
+      native = Math.max(native, m.rss - start.rss - (m.heap - start.heap));
     }
   }
-  return { base, growth: rss() - base, peak: peak - base, native };
+  return { base: start.rss, growth: memory().rss - start.rss, peak, native };
 }
 
 test(`a compiled function whose trace throws, ${LOOPS} calls without yielding, keeps nothing`, { timeout: 600_000 }, () => {
