@@ -5,11 +5,13 @@
 //! matrix times a vector) are replayed that way and one
 //! point at a time: every value and gradient must be the same bits (a NaN
 //! only needs to be a NaN: which operand's NaN an instruction keeps is the
-//! compiler's choice in either replay).
+//! compiler's choice in either replay). Half of each program's steps take
+//! the step before, so that chains form whose lanes the replay shares.
 
 use std::sync::atomic::Ordering;
 use tangent_grad::batch::{self, Pool, Replicas};
 use tangent_grad::core::graph::Graph;
+use tangent_grad::core::kernels::scalar::{partial, Formula};
 use tangent_grad::core::op::{Exponent, Op};
 use tangent_grad::core::plan::{Plan, LANES, WIDEST};
 use tangent_grad::core::shape::Shape;
@@ -51,7 +53,7 @@ fn program(seed: u64, n: usize, m: usize) -> Plan {
     let binary = [Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Maximum, Op::Minimum];
     let mut last = v;
     for _ in 0..24 {
-        let (p, shape) = pool[r.below(pool.len())];
+        let (p, shape) = if r.below(2) == 0 { (last, g.nodes[last as usize].shape) } else { pool[r.below(pool.len())] };
         let (op, parents) = match r.below(12) {
             0 | 1 => (unary[r.below(unary.len())], vec![p]),
             2 => (Op::Pow(Exponent::new([2.0, 0.5, -1.0, 3.0][r.below(4)])), vec![p]),
@@ -130,7 +132,7 @@ fn random_vector_programs_replayed_in_lanes_give_the_single_results() {
 }
 
 fn random_programs() {
-    let mut finite = 0;
+    let (mut finite, mut shared) = (0, 0);
     for seed in 0..300u64 {
         let (n, m) = [(1, 1), (3, 5), (4, 4), (5, 9), (13, 34)][seed as usize % 5];
         let mut plan = program(seed, n, m);
@@ -140,6 +142,7 @@ fn random_programs() {
         plan.set(2, &inputs[0][..m * n]).unwrap();
         plan.set(3, &inputs[0][m * n..]).unwrap();
         assert!(plan.lanes(None).is_some(), "seed {seed}: every op here has a lane kernel");
+        shared += plan.lanes_shared().unwrap();
         let k = [1, LANES - 1, LANES, 2 * LANES + 3][seed as usize % 4];
         let w = n + 1;
         let params: Vec<f64> = (0..k * w).map(|_| if r.below(16) == 0 { 0.0 } else { r.normal() }).collect();
@@ -159,6 +162,33 @@ fn random_programs() {
         }
     }
     assert!(finite > 500, "most points are finite, so the test compares numbers ({finite})");
+    assert!(shared > 300, "the replay shares lanes along chains ({shared} nodes in 300 programs)");
+}
+
+#[test]
+fn each_formula_reads_all_that_its_partial_depends_on() {
+    // A lane replay overwrites a value no partial reads (`Formula::reads`):
+    // one left out of the table would change results. Each value the table
+    // leaves out is changed, and the partial must not change.
+    use Formula::*;
+    let all = [Add, Sub, Mul, Div, Maximum, Minimum, Neg, Exp, Log, Sqrt, Square, Tanh, Sigmoid, Relu, Lgamma, Pow];
+    let mut r = Rng(11);
+    for f in all {
+        for i in 0..if f.binary() { 2 } else { 1 } {
+            let reads = f.reads(i);
+            for _ in 0..200 {
+                let [x, y, out, g, other] = std::array::from_fn(|_| 3.0 * r.normal());
+                let k = [2.0, 0.5, -1.0, 3.0][r.below(4)];
+                let base = partial(f, k, i, x, y, out, g);
+                for (j, &read) in reads.iter().enumerate() {
+                    let mut args = [x, y, out];
+                    args[j] = other;
+                    let [x, y, out] = args;
+                    assert!(read || same(partial(f, k, i, x, y, out, g), base), "{f:?} operand {i} reads argument {j}");
+                }
+            }
+        }
+    }
 }
 
 #[test]

@@ -61,6 +61,25 @@ impl Formula {
     pub fn binary(self) -> bool {
         matches!(self, Formula::Add | Formula::Sub | Formula::Mul | Formula::Div | Formula::Maximum | Formula::Minimum)
     }
+
+    /// Which of `x`, `y` and `out` operand `i`'s `partial` reads (besides
+    /// `g`): a lane replay lets a step overwrite an operand that no later
+    /// step reads (lanes.rs), so this must say everything `partial` does.
+    pub fn reads(self, i: usize) -> [bool; 3] {
+        const NONE: [bool; 3] = [false; 3];
+        const X: [bool; 3] = [true, false, false];
+        const Y: [bool; 3] = [false, true, false];
+        const XY: [bool; 3] = [true, true, false];
+        const OUT: [bool; 3] = [false, false, true];
+        match (self, i) {
+            (Formula::Add | Formula::Sub | Formula::Neg, _) => NONE,
+            (Formula::Mul | Formula::Div, 0) => Y,
+            (Formula::Mul, _) => X,
+            (Formula::Div | Formula::Maximum | Formula::Minimum, _) => XY,
+            (Formula::Exp | Formula::Sqrt | Formula::Tanh | Formula::Sigmoid, _) => OUT,
+            (Formula::Log | Formula::Square | Formula::Relu | Formula::Lgamma | Formula::Pow, _) => X,
+        }
+    }
 }
 
 /// `$body` with `$c` bound to the formula `$f`, one arm per formula, so that

@@ -11,6 +11,9 @@
 //! Every loop runs over slices cut to its length first, so that it holds no
 //! bounds check and compiles to vector code, one lane a register.
 //!
+//! The arenas are cells, and a node's lanes are where `Layout` puts them:
+//! an elementwise step may write the very lanes it reads (lanes.rs).
+//!
 //! Native only: a WebAssembly batch runs on one thread with no wide vector
 //! registers to gain, and these kernels would add ~110 KiB to its module.
 
@@ -18,7 +21,8 @@ use super::super::graph::Node;
 use super::super::kernels::scalar::{self, with_constant_formula, Formula};
 use super::super::op::{Broadcast, Op};
 use super::super::shape::Shape;
-use super::lanes::{lanewise, widest, Lane, Term, LANES};
+use super::lanes::{lanewise, widest, Lane, Layout, Term, LANES};
+use std::cell::Cell;
 
 /// `$body` for each `$e` in `0..$n`, by index, two at a time. By index,
 /// not by iterator, and with `i + 1 < n` the loop's own test: then the
@@ -45,9 +49,7 @@ macro_rules! each_index {
     }};
 }
 
-/// `to += x`, lane by lane. (Read, then written: the compiler cannot tell
-/// that two lanes of one arena do not overlap, and a loop that stores each
-/// lane before loading the next is left scalar.)
+/// `to += x`, lane by lane, for a sum held in registers.
 #[inline(always)]
 fn add_to(to: &mut Lane, x: &Lane) {
     let (a, b) = (*to, *x);
@@ -57,9 +59,9 @@ fn add_to(to: &mut Lane, x: &Lane) {
 /// An adjoint's term added to it, or, for its `first` term, written as
 /// `0 + x`: what adding it to the cleared adjoint gives (+0 for -0).
 #[inline(always)]
-fn take(to: &mut Lane, x: &Lane, first: bool) {
-    let (a, b) = (if first { [0.0; LANES] } else { *to }, *x);
-    *to = lanewise!(|l| a[l] + b[l]);
+fn take(to: &Cell<Lane>, x: &Lane, first: bool) {
+    let (a, b) = (if first { [0.0; LANES] } else { to.get() }, *x);
+    to.set(lanewise!(|l| a[l] + b[l]));
 }
 
 /// `matrix::sum_by`, lane by lane: four interleaved partial sums, then the rest.
@@ -100,18 +102,18 @@ pub fn laned(nodes: &[Node], id: usize, varying: &[bool]) -> bool {
         }
 }
 
-/// An elementwise node's operands (a unary one's twice), each as its
-/// offset in the arena, and how they broadcast: as `op::broadcast` pairs
-/// scalars and vectors, written out so that it is inlined.
+/// An elementwise node's operands (a unary one's twice), each where its
+/// lanes are, and how they broadcast: as `op::broadcast` pairs scalars
+/// and vectors, written out so that it is inlined.
 #[inline(always)]
-fn operands(nodes: &[Node], node: &Node) -> (usize, usize, Broadcast) {
-    let (a, b) = (&nodes[node.parents[0] as usize], &nodes[node.parents[node.parents.len() - 1] as usize]);
-    let bc = match (a.shape, b.shape) {
+fn operands(nodes: &[Node], node: &Node, at: &[usize]) -> (usize, usize, Broadcast) {
+    let (a, b) = (node.parents[0] as usize, node.parents[node.parents.len() - 1] as usize);
+    let bc = match (nodes[a].shape, nodes[b].shape) {
         (x, y) if x == y => Broadcast::Same,
         (Shape::Scalar, _) => Broadcast::ScalarLeft,
         _ => Broadcast::ScalarRight,
     };
-    (a.val, b.val, bc)
+    (at[a], at[b], bc)
 }
 
 /// `$body` with the consts `$x` and `$y` true where the left and right
@@ -141,71 +143,73 @@ macro_rules! with_constant_steps {
 
 /// An operand's lanes, `n` of them, or the one lane of a broadcast scalar.
 #[inline(always)]
-fn operand<const EACH: bool>(arena: &[Lane], at: usize, n: usize) -> &[Lane] {
+fn operand<const EACH: bool>(arena: &[Cell<Lane>], at: usize, n: usize) -> &[Cell<Lane>] {
     &arena[at..at + if EACH { n } else { 1 }]
 }
 
 /// Element `e` of an operand cut by `operand`.
 #[inline(always)]
-fn at<const EACH: bool>(x: &[Lane], e: usize) -> &Lane {
-    &x[if EACH { e } else { 0 }]
+fn nth<const EACH: bool>(x: &[Cell<Lane>], e: usize) -> Lane {
+    x[if EACH { e } else { 0 }].get()
+}
+
+/// `to` set to `from`, lane by lane.
+fn copy(to: &[Cell<Lane>], from: &[Cell<Lane>]) {
+    to.iter().zip(from).for_each(|(to, from)| to.set(from.get()));
 }
 
 /// A laned node's value, for every lane. `uniform` is the plan's own arena,
 /// holding what does not differ from point to point (a matvec's matrix).
 #[inline(always)]
-pub fn forward(nodes: &[Node], id: usize, uniform: &[f64], v: &mut [Lane]) {
+pub fn forward(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &[Cell<Lane>]) {
     let node = &nodes[id];
     let n = node.shape.size();
-    let (lower, upper) = v.split_at_mut(node.val);
-    let out = &mut upper[..n];
+    let out = &v[layout.value[id]..][..n];
     let parent = |k: usize| &nodes[node.parents[k] as usize];
-    let lanes_of = |p: &Node| &lower[p.val..p.val + p.shape.size()];
+    let lanes_of = |k: usize| &v[layout.value[node.parents[k] as usize]..][..parent(k).shape.size()];
     match node.op {
         Op::Sum | Op::Mean => {
-            let x = lanes_of(parent(0));
-            let mut s = sum_by(x.len(), |i| x[i]);
+            let x = lanes_of(0);
+            let mut s = sum_by(x.len(), |i| x[i].get());
             if node.op == Op::Mean {
                 s.iter_mut().for_each(|s| *s /= x.len() as f64);
             }
-            out[0] = s;
+            out[0].set(s);
         }
         Op::Dot => {
             let mut s = [0.0; LANES];
-            for (a, b) in lanes_of(parent(0)).iter().zip(lanes_of(parent(1))) {
+            for (a, b) in lanes_of(0).iter().zip(lanes_of(1)) {
+                let (a, b) = (a.get(), b.get());
                 for l in 0..LANES {
                     s[l] += a[l] * b[l];
                 }
             }
-            out[0] = s;
+            out[0].set(s);
         }
         Op::Matmul => {
             let (m, k) = parent(0).shape.rows_cols();
-            matvec(m, k, &uniform[parent(0).range()], lanes_of(parent(1)), out);
+            matvec(m, k, &uniform[parent(0).range()], lanes_of(1), out);
         }
         // Copies: a vector's block, the same values reshaped, the parts one after another.
-        Op::Slice { start, .. } => {
-            let from = parent(0).val + start[0];
-            out.copy_from_slice(&lower[from..from + n]);
-        }
-        Op::Reshape(_) => out.copy_from_slice(lanes_of(parent(0))),
+        Op::Slice { start, .. } => copy(out, &lanes_of(0)[start[0]..][..n]),
+        Op::Reshape(_) => copy(out, lanes_of(0)),
         Op::Concat { .. } => {
             let mut at = 0;
             for k in 0..node.parents.len() {
-                let part = lanes_of(parent(k));
-                out[at..at + part.len()].copy_from_slice(part);
+                let part = lanes_of(k);
+                copy(&out[at..at + part.len()], part);
                 at += part.len();
             }
         }
         op => {
             let Some((f, k)) = Formula::of(op) else { unreachable!("a laned node's op has a lane kernel") };
-            let (xa, xb, bc) = operands(nodes, node);
+            let (xa, xb, bc) = operands(nodes, node, &layout.value);
             with_constant_steps!(bc, <X, Y> {
-                let (x, y) = (operand::<X>(lower, xa, n), operand::<Y>(lower, xb, n));
+                let (x, y) = (operand::<X>(v, xa, n), operand::<Y>(v, xb, n));
                 with_constant_formula!(f, |c| {
                     each_index!(n, |e| {
-                        let (x, y) = (*at::<X>(x, e), *at::<Y>(y, e));
-                        out[e] = lanewise!(|l| scalar::value(c, k, x[l], y[l]));
+                        let (x, y) = (nth::<X>(x, e), nth::<Y>(y, e));
+                        out[e].set(lanewise!(|l| scalar::value(c, k, x[l], y[l])));
                     })
                 })
             })
@@ -216,14 +220,15 @@ pub fn forward(nodes: &[Node], id: usize, uniform: &[f64], v: &mut [Lane]) {
 /// `matrix::matvec` for every lane: out[i] = Σ_j a[i][j] x[j], left to
 /// right from 0. Four rows at a time, so their sums do not wait on each other.
 #[inline(always)]
-fn matvec(m: usize, k: usize, a: &[f64], x: &[Lane], out: &mut [Lane]) {
+fn matvec(m: usize, k: usize, a: &[f64], x: &[Cell<Lane>], out: &[Cell<Lane>]) {
     const ROWS: usize = 4;
-    let (a, x, out) = (&a[..m * k], &x[..k], &mut out[..m]);
+    let (a, x, out) = (&a[..m * k], &x[..k], &out[..m]);
     let mut i = 0;
     while i + ROWS <= m {
         let rows: [&[f64]; ROWS] = std::array::from_fn(|r| &a[(i + r) * k..(i + r + 1) * k]);
         let mut s = [[0.0; LANES]; ROWS];
         for (j, xj) in x.iter().enumerate() {
+            let xj = xj.get();
             for (sr, row) in s.iter_mut().zip(rows) {
                 let aij = row[j];
                 for l in 0..LANES {
@@ -231,56 +236,66 @@ fn matvec(m: usize, k: usize, a: &[f64], x: &[Lane], out: &mut [Lane]) {
                 }
             }
         }
-        out[i..i + ROWS].copy_from_slice(&s);
+        out[i..i + ROWS].iter().zip(s).for_each(|(o, s)| o.set(s));
         i += ROWS;
     }
-    for (i, o) in out.iter_mut().enumerate().skip(i) {
+    for (i, o) in out.iter().enumerate().skip(i) {
         let mut s = [0.0; LANES];
         for (aij, xj) in a[i * k..(i + 1) * k].iter().zip(x) {
+            let xj = xj.get();
             for l in 0..LANES {
                 s[l] += aij * xj[l];
             }
         }
-        *o = s;
+        o.set(s);
     }
 }
 
-/// A laned node's adjoint (at its offset in `adj`) accumulated into each
-/// parent that `takes` one, in the order and by the expressions of
-/// `kernels::adjoint`; written, where it is a parent's `first` term.
+/// A laned node's adjoint accumulated into each parent that `takes` one,
+/// in the order and by the expressions of `kernels::adjoint`; written,
+/// where it is a parent's `first` term.
 #[inline(always)]
-pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[Lane], adj: &mut [Lane], takes: impl Fn(u32) -> bool, first: &[Term]) {
+#[allow(clippy::too_many_arguments)]
+pub fn adjoint(
+    nodes: &[Node],
+    id: usize,
+    layout: &Layout,
+    uniform: &[f64],
+    v: &[Cell<Lane>],
+    adj: &[Cell<Lane>],
+    takes: impl Fn(u32) -> bool,
+    first: &[Term],
+) {
     let node = &nodes[id];
     let n = node.shape.size();
-    let (lower, upper) = adj.split_at_mut(node.val);
-    let g = &upper[..n];
+    let g = &adj[layout.adjoint[id]..][..n];
     // The node's adjoint, when it is a scalar (a sum's, a mean's, a dot's).
-    let g0 = g.first().copied().unwrap_or([0.0; LANES]);
+    let g0 = g.first().map_or([0.0; LANES], Cell::get);
     for (k, &p) in node.parents.iter().enumerate() {
         if !takes(p) {
             continue;
         }
-        let d = &nodes[p as usize];
-        let to = &mut lower[d.val..d.val + d.shape.size()];
+        let to = &adj[layout.adjoint[p as usize]..][..nodes[p as usize].shape.size()];
         let write = first[p as usize] == (id as u32, k as u32);
         match node.op {
-            Op::Sum => to.iter_mut().for_each(|to| take(to, &g0, write)),
+            Op::Sum => to.iter().for_each(|to| take(to, &g0, write)),
             Op::Mean => {
                 let s = lanewise!(|l| g0[l] / to.len() as f64);
-                to.iter_mut().for_each(|to| take(to, &s, write))
+                to.iter().for_each(|to| take(to, &s, write))
             }
             Op::Dot => {
-                let other = &nodes[node.parents[1 - k] as usize];
-                for (to, x) in to.iter_mut().zip(&v[other.val..other.val + other.shape.size()]) {
+                let other = node.parents[1 - k] as usize;
+                for (to, x) in to.iter().zip(&v[layout.value[other]..][..nodes[other].shape.size()]) {
+                    let x = x.get();
                     take(to, &lanewise!(|l| g0[l] * x[l]), write);
                 }
             }
             // `axpy(1.0, g, d)` in the kernels: 1.0 · g is g, so d += g. (Never a first term.)
-            Op::Slice { start, .. } => to[start[0]..start[0] + n].iter_mut().zip(g).for_each(|(to, g)| add_to(to, g)),
-            Op::Reshape(_) => to.iter_mut().zip(g).for_each(|(to, g)| take(to, g, write)),
+            Op::Slice { start, .. } => to[start[0]..start[0] + n].iter().zip(g).for_each(|(to, g)| take(to, &g.get(), false)),
+            Op::Reshape(_) => to.iter().zip(g).for_each(|(to, g)| take(to, &g.get(), write)),
             Op::Concat { .. } => {
                 let at: usize = node.parents[..k].iter().map(|&q| nodes[q as usize].shape.size()).sum();
-                to.iter_mut().zip(&g[at..]).for_each(|(to, g)| take(to, g, write))
+                to.iter().zip(&g[at..]).for_each(|(to, g)| take(to, &g.get(), write))
             }
             Op::Matmul => {
                 let (m, kk) = nodes[node.parents[0] as usize].shape.rows_cols();
@@ -288,8 +303,8 @@ pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[Lane], adj: &mut
             }
             op => {
                 let Some((f, kexp)) = Formula::of(op) else { unreachable!("a laned node's op has a lane kernel") };
-                let (xa, xb, bc) = operands(nodes, node);
-                let o = &v[node.val..node.val + n];
+                let (xa, xb, bc) = operands(nodes, node, &layout.value);
+                let o = &v[layout.value[id]..][..n];
                 // Each formula, operand and broadcast a constant, so each loop is straight vector code.
                 with_constant_steps!(bc, <X, Y> {
                     let (x, y) = (operand::<X>(v, xa, n), operand::<Y>(v, xb, n));
@@ -308,7 +323,7 @@ pub fn adjoint(nodes: &[Node], id: usize, uniform: &[f64], v: &[Lane], adj: &mut
 /// summed (`sum_by`) into a broadcast scalar. `[x, y, o, g]` are the
 /// operands (cut by `operand`), the node's value and its adjoint.
 #[inline(always)]
-fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Lane]; 4], to: &mut [Lane], write: bool) {
+fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Cell<Lane>]; 4], to: &[Cell<Lane>], write: bool) {
     let n = g.len();
     if (I == 0 && !X) || (I == 1 && !Y) {
         // `sum_by`, written out: a closure passed to it, or one calling
@@ -326,17 +341,17 @@ fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y
         for e in body..n {
             add_to(&mut total, &term::<I, X, Y>(f, k, [x, y, o, g], e));
         }
-        take(&mut to[0], &total, write);
+        take(&to[0], &total, write);
     } else {
-        let to = &mut to[..n];
-        each_index!(n, |e| take(&mut to[e], &term::<I, X, Y>(f, k, [x, y, o, g], e), write));
+        let to = &to[..n];
+        each_index!(n, |e| take(&to[e], &term::<I, X, Y>(f, k, [x, y, o, g], e), write));
     }
 }
 
 /// Output element `e`'s term of operand `I`, lane by lane.
 #[inline(always)]
-fn term<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Lane]; 4], e: usize) -> Lane {
-    let (x, y, o, g) = (*at::<X>(x, e), *at::<Y>(y, e), o[e], g[e]);
+fn term<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Cell<Lane>]; 4], e: usize) -> Lane {
+    let (x, y, o, g) = (nth::<X>(x, e), nth::<Y>(y, e), o[e].get(), g[e].get());
     lanewise!(|l| scalar::partial(f, k, I, x[l], y[l], o[l], g[l]))
 }
 
@@ -350,28 +365,29 @@ widest! {
 /// Compiled on its own (`widest!`), not inlined into the whole replay:
 /// there its loop was vector code or not depending on what else the replay
 /// held. (The other kernels stay inlined: out of line, they measured slower.)
-fn matvec_t_acc(m: usize, k: usize, a: &[f64], g: &[Lane], d: &mut [Lane], write: bool) {
-    let (a, g, d) = (&a[..m * k], &g[..m], &mut d[..k]);
+fn matvec_t_acc(m: usize, k: usize, a: &[f64], g: &[Cell<Lane>], d: &[Cell<Lane>], write: bool) {
+    let (a, g, d) = (&a[..m * k], &g[..m], &d[..k]);
     if write {
-        d.fill([0.0; LANES]);
+        d.iter().for_each(|d| d.set([0.0; LANES]));
     }
     let mut j = 0;
     while j + 4 <= k {
-        columns::<4>(k, a, g, &mut d[j..j + 4], j);
+        columns::<4>(k, a, g, &d[j..j + 4], j);
         j += 4;
     }
     for j in j..k {
-        columns::<1>(k, a, g, &mut d[j..j + 1], j);
+        columns::<1>(k, a, g, &d[j..j + 1], j);
     }
 }
 }
 
 /// `matvec_t_acc` for columns `j..j + C`, their sums in registers.
 #[inline(always)]
-fn columns<const C: usize>(k: usize, a: &[f64], g: &[Lane], d: &mut [Lane], j: usize) {
+fn columns<const C: usize>(k: usize, a: &[f64], g: &[Cell<Lane>], d: &[Cell<Lane>], j: usize) {
     let body = g.len() - g.len() % 4;
-    let mut acc: [Lane; C] = std::array::from_fn(|c| d[c]);
+    let mut acc: [Lane; C] = std::array::from_fn(|c| d[c].get());
     for (block, gs) in g[..body].chunks_exact(4).enumerate() {
+        let gs: [Lane; 4] = std::array::from_fn(|r| gs[r].get());
         // The block's four rows, each cut to the C columns once.
         let rows: [&[f64]; 4] = std::array::from_fn(|r| &a[(4 * block + r) * k + j..][..C]);
         for (c, acc) in acc.iter_mut().enumerate() {
@@ -380,11 +396,11 @@ fn columns<const C: usize>(k: usize, a: &[f64], g: &[Lane], d: &mut [Lane], j: u
         }
     }
     for (i, gi) in g.iter().enumerate().skip(body) {
-        let row = &a[i * k + j..][..C];
+        let (gi, row) = (gi.get(), &a[i * k + j..][..C]);
         for (acc, &aij) in acc.iter_mut().zip(row) {
             let s = *acc;
             *acc = lanewise!(|l| s[l] + gi[l] * aij);
         }
     }
-    d.copy_from_slice(&acc);
+    d.iter().zip(acc).for_each(|(d, acc)| d.set(acc));
 }

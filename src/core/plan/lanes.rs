@@ -12,6 +12,7 @@ use super::{arena_ranges, Plan, Step};
 use crate::core::graph::{eval, mark_needs, post_order};
 use crate::core::op::Op;
 use crate::core::kernels::scalar::{self, with_constant_formula, Formula};
+use std::cell::Cell;
 
 /// How many points a batch replays at once (`Plan::lanes`).
 pub const LANES: usize = 8;
@@ -96,20 +97,55 @@ use super::lane_kernels as vectors;
 /// Under WebAssembly only scalar steps run in lanes (lane_kernels.rs says why).
 #[cfg(target_arch = "wasm32")]
 mod vectors {
-    use super::Lane;
+    use super::{Lane, Layout, Term};
     use crate::core::graph::Node;
+    use std::cell::Cell;
 
     pub fn laned(_: &[Node], _: usize, _: &[bool]) -> bool {
         false
     }
-    pub fn forward(_: &[Node], _: usize, _: &[f64], _: &mut [Lane]) {}
-    pub fn adjoint(_: &[Node], _: usize, _: &[f64], _: &[Lane], _: &mut [Lane], _: impl Fn(u32) -> bool, _: &[super::Term]) {}
+    pub fn forward(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>]) {}
+    #[allow(clippy::too_many_arguments)]
+    pub fn adjoint(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>], _: &[Cell<Lane>], _: impl Fn(u32) -> bool, _: &[Term]) {}
+}
+
+/// A lane arena: lanes that start on a 64-byte boundary, each one cache
+/// line (a lane across two costs two loads, or two stores), seen as cells,
+/// so that a step can write the lanes it reads.
+struct Arena(Vec<f64>);
+
+impl Arena {
+    /// `lanes` lanes, zeroed (pages no lane is written to stay untouched).
+    fn new(lanes: usize) -> Arena {
+        Arena(vec![0.0; (lanes + 1) * LANES])
+    }
+
+    fn len(&self) -> usize {
+        self.0.len() / LANES - 1
+    }
+
+    fn cells(&mut self) -> &[Cell<Lane>] {
+        let n = self.len();
+        // At most LANES - 1 values to skip; LANES (a lane late, unaligned) if the offset were unknown.
+        let skip = self.0.as_ptr().align_offset(64).min(LANES);
+        let (lanes, _) = self.0[skip..skip + n * LANES].as_chunks_mut::<LANES>();
+        Cell::from_mut(lanes).as_slice_of_cells()
+    }
+}
+
+/// Where each node's value and adjoint sit in the lane arenas, in lanes:
+/// where they sit in the plan's arena, or in the lanes of a node no later
+/// step reads (`Plan::layout`).
+pub struct Layout {
+    pub value: Vec<usize>,
+    pub adjoint: Vec<usize>,
 }
 
 /// The arenas of a lane replay, and which nodes differ from point to point.
 pub struct Lanes {
-    values: Vec<Lane>,
-    adj: Vec<Lane>,
+    values: Arena,
+    adj: Arena,
+    layout: Layout,
     varying: Vec<bool>,
     /// Per node, the term that comes first to its adjoint, when a lane
     /// kernel writes it whole: (the node it comes from, which operand).
@@ -127,26 +163,23 @@ const NO_TERM: Term = (u32::MAX, u32::MAX);
 /// `f`'s value, lane by lane. Each arm names its formula as a constant, so
 /// the match inside `scalar::value` folds away and the loop is straight.
 #[inline(always)]
-fn lane_values(f: Formula, k: f64, x: &Lane, y: &Lane, out: &mut Lane) {
+fn lane_values(f: Formula, k: f64, x: Lane, y: Lane) -> Lane {
     #[inline(always)]
-    fn each(f: Formula, k: f64, x: &Lane, y: &Lane, out: &mut Lane) {
-        let (x, y) = (*x, *y);
-        *out = lanewise!(|l| scalar::value(f, k, x[l], y[l]));
+    fn each(f: Formula, k: f64, x: Lane, y: Lane) -> Lane {
+        lanewise!(|l| scalar::value(f, k, x[l], y[l]))
     }
-    with_constant_formula!(f, |c| each(c, k, x, y, out))
+    with_constant_formula!(f, |c| each(c, k, x, y))
 }
 
 /// Operand `i`'s share of `f`'s adjoint, lane by lane, added to `to`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn lane_partials(f: Formula, k: f64, i: usize, x: &Lane, y: &Lane, v: &Lane, g: &Lane, to: &mut Lane) {
+fn lane_partials(f: Formula, k: f64, i: usize, [x, y, v, g]: [Lane; 4], to: &Cell<Lane>) {
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn each(f: Formula, k: f64, i: usize, x: &Lane, y: &Lane, v: &Lane, g: &Lane, to: &mut Lane) {
-        let (x, y, v, g, a) = (*x, *y, *v, *g, *to);
-        *to = lanewise!(|l| a[l] + scalar::partial(f, k, i, x[l], y[l], v[l], g[l]));
+    fn each(f: Formula, k: f64, i: usize, [x, y, v, g]: [Lane; 4], to: &Cell<Lane>) {
+        let a = to.get();
+        to.set(lanewise!(|l| a[l] + scalar::partial(f, k, i, x[l], y[l], v[l], g[l])));
     }
-    with_constant_formula!(f, |c| each(c, k, i, x, y, v, g, to))
+    with_constant_formula!(f, |c| each(c, k, i, [x, y, v, g], to))
 }
 
 impl Plan {
@@ -171,11 +204,13 @@ impl Plan {
                 Step::Node(_) => {}
             }
         }
-        // Into every lane; matrices are read from the plan's arena instead.
+        // Into every lane, where the plan's arena has them (`layout` moves
+        // only nodes that vary); matrices are read from the plan's arena instead.
+        let v = lanes.values.cells();
         for (id, node) in g.nodes.iter().enumerate() {
             if !varying[id] && node.shape.rank() <= 1 {
                 for i in node.range() {
-                    lanes.values[i] = [g.values[i]; LANES];
+                    v[i].set([g.values[i]; LANES]);
                 }
             }
         }
@@ -204,9 +239,83 @@ impl Plan {
     fn new_lanes(&self) -> Option<Lanes> {
         let varying = self.lane_varying()?;
         let (first, clear) = self.first_terms(&varying);
-        // Zeroed and never written where a matrix sits: those pages stay untouched.
+        let layout = self.layout(&varying, &first);
         let size = self.graph.values.len();
-        Some(Lanes { values: vec![[0.0; LANES]; size], adj: vec![[0.0; LANES]; size], varying, first, clear })
+        Some(Lanes { values: Arena::new(size), adj: Arena::new(size), layout, varying, first, clear })
+    }
+
+    /// `Lanes::layout`. A vector computed elementwise from an operand of
+    /// its shape takes over that operand's lanes, if the operand varies, no
+    /// other step reads it, and the backward sweep never reads its value;
+    /// a vector's adjoint passed on element by element to its one operand
+    /// that takes one, written there first, becomes that operand's
+    /// adjoint where it lies. So a chain of elementwise steps works in one
+    /// set of lanes, which stays in the cache, instead of each step writing
+    /// lanes of its own. (Scalars keep their places: scalar steps name them.)
+    fn layout(&self, varying: &[bool], first: &[Term]) -> Layout {
+        let nodes = &self.graph.nodes;
+        let takes = |p: u32| self.needs[p as usize] && varying[p as usize];
+        let node_steps = |steps: &[Step]| -> Vec<usize> {
+            steps.iter().filter_map(|s| match *s {
+                Step::Node(id) if varying[id as usize] => Some(id as usize),
+                _ => None,
+            }).collect()
+        };
+        let (forward, backward) = (node_steps(&self.forward), node_steps(&self.backward));
+        // Steps that read each value: vectors are read by node steps only.
+        let mut readers = vec![0usize; nodes.len()];
+        forward.iter().flat_map(|&id| &nodes[id].parents).for_each(|&p| readers[p as usize] += 1);
+        let mut read_back = vec![false; nodes.len()];
+        for &id in &backward {
+            let node = &nodes[id];
+            for (k, _) in node.parents.iter().enumerate().filter(|&(_, &p)| takes(p)) {
+                match Formula::of(node.op) {
+                    Some((f, _)) => {
+                        let [x, y, out] = f.reads(k);
+                        read_back[node.parents[0] as usize] |= x;
+                        read_back[node.parents[node.parents.len() - 1] as usize] |= y;
+                        read_back[id] |= out;
+                    }
+                    None if node.op == Op::Dot => read_back[node.parents[1 - k] as usize] = true,
+                    None => {} // the others read no value (a matvec, its matrix)
+                }
+            }
+        }
+        let mut layout = Layout { value: nodes.iter().map(|n| n.val).collect(), adjoint: nodes.iter().map(|n| n.val).collect() };
+        for &id in &forward {
+            let node = &nodes[id];
+            let mine = |p: &&u32| node.parents.iter().filter(|q| q == p).count();
+            let free = |p: &&u32| {
+                let q = **p as usize;
+                varying[q] && nodes[q].shape == node.shape && readers[q] == mine(p) && !read_back[q]
+            };
+            if node.shape.size() > 1 && Formula::of(node.op).is_some() {
+                if let Some(&p) = node.parents.iter().find(free) {
+                    layout.value[id] = layout.value[p as usize];
+                }
+            }
+        }
+        for &id in &backward {
+            let node = &nodes[id];
+            let elementwise = Formula::of(node.op).is_some() || matches!(node.op, Op::Reshape(_));
+            let mut taking = node.parents.iter().enumerate().filter(|&(_, &p)| takes(p));
+            if let (Some((k, &p)), None) = (taking.next(), taking.next()) {
+                let whole = nodes[p as usize].shape.size() == node.shape.size() && first[p as usize] == (id as u32, k as u32);
+                if elementwise && whole && node.shape.size() > 1 {
+                    layout.adjoint[p as usize] = layout.adjoint[id];
+                }
+            }
+        }
+        layout
+    }
+
+    /// How many nodes' values and adjoints sit in the lanes of another node
+    /// (`layout`): what tests check the shared lanes with.
+    #[doc(hidden)]
+    pub fn lanes_shared(&self) -> Option<usize> {
+        let lanes = self.new_lanes()?;
+        let moved = |at: &[usize]| self.graph.nodes.iter().zip(at).filter(|(n, &at)| n.val != at).count();
+        Some(moved(&lanes.layout.value) + moved(&lanes.layout.adjoint))
     }
 
     /// `Lanes::first` and `Lanes::clear`: which term of the backward sweep
@@ -256,17 +365,19 @@ impl Plan {
     fn replay_lanes_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
         let n = values.len();
         debug_assert!((1..=LANES).contains(&n) && params.len() == n * width && grads.len() == n * width);
-        let Lanes { values: v, adj, varying, first, clear } = lanes;
+        let Lanes { values: v, adj, layout, varying, first, clear } = lanes;
+        let (v, adj) = (v.cells(), adj.cells());
         let (nodes, uniform) = (&self.graph.nodes, &self.graph.values);
         let mut at = 0;
         for slot in &self.params {
             let size = slot.shape.size();
             if let Some(node) = slot.node {
-                let base = nodes[node as usize].val;
-                for (e, to) in v[base..base + size].iter_mut().enumerate() {
+                for (e, to) in v[layout.value[node as usize]..][..size].iter().enumerate() {
+                    let mut lane = to.get();
                     for l in 0..n {
-                        to[l] = params[l * width + at + e];
+                        lane[l] = params[l * width + at + e];
                     }
+                    to.set(lane);
                 }
             }
             at += size;
@@ -274,46 +385,45 @@ impl Plan {
         for step in &self.forward {
             match *step {
                 Step::Scalar(s) => {
-                    let (lower, upper) = v.split_at_mut(s.out as usize);
-                    lane_values(s.formula, s.k, &lower[s.a as usize], &lower[s.b as usize], &mut upper[0]);
+                    let [a, b, out] = s.at();
+                    v[out].set(lane_values(s.formula, s.k, v[a].get(), v[b].get()));
                 }
-                Step::Node(id) if varying[id as usize] => vectors::forward(nodes, id as usize, uniform, v),
+                Step::Node(id) if varying[id as usize] => vectors::forward(nodes, id as usize, layout, uniform, v),
                 Step::Node(_) => {}
             }
         }
         for &(a, b) in clear.iter() {
-            adj[a..b].fill([0.0; LANES]);
+            adj[a..b].iter().for_each(|a| a.set([0.0; LANES]));
         }
-        let root = nodes[self.root as usize].val;
-        adj[root] = [1.0; LANES];
+        let root = self.root as usize;
+        adj[layout.adjoint[root]].set([1.0; LANES]);
         // Only nodes that depend on a parameter pass adjoints on to a
         // parameter, so the others' adjoints are not computed.
         let takes = |p: u32| self.needs[p as usize] && varying[p as usize];
         for step in &self.backward {
             match *step {
                 Step::Scalar(s) => {
-                    let (lower, upper) = adj.split_at_mut(s.out as usize);
-                    let g = &upper[0];
-                    let (x, y, out) = (&v[s.a as usize], &v[s.b as usize], &v[s.out as usize]);
+                    let [a, b, out] = s.at();
+                    let operands = [v[a].get(), v[b].get(), v[out].get(), adj[out].get()];
                     if s.needs[0] {
-                        lane_partials(s.formula, s.k, 0, x, y, out, g, &mut lower[s.a as usize]);
+                        lane_partials(s.formula, s.k, 0, operands, &adj[a]);
                     }
                     if s.needs[1] && s.formula.binary() {
-                        lane_partials(s.formula, s.k, 1, x, y, out, g, &mut lower[s.b as usize]);
+                        lane_partials(s.formula, s.k, 1, operands, &adj[b]);
                     }
                 }
-                Step::Node(id) if varying[id as usize] => vectors::adjoint(nodes, id as usize, uniform, v, adj, takes, first),
+                Step::Node(id) if varying[id as usize] => vectors::adjoint(nodes, id as usize, layout, uniform, v, adj, takes, first),
                 Step::Node(_) => {}
             }
         }
-        values.copy_from_slice(&v[root][..n]);
+        values.copy_from_slice(&v[layout.value[root]].get()[..n]);
         let mut at = 0;
         for slot in &self.params {
             let size = slot.shape.size();
             match slot.node {
                 Some(node) if self.needs[node as usize] => {
-                    let base = nodes[node as usize].val;
-                    for (e, from) in adj[base..base + size].iter().enumerate() {
+                    for (e, from) in adj[layout.adjoint[node as usize]..][..size].iter().enumerate() {
+                        let from = from.get();
                         for l in 0..n {
                             grads[l * width + at + e] = from[l];
                         }
