@@ -109,9 +109,10 @@ mod vectors {
     pub fn adjoint(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>], _: &[Cell<Lane>], _: impl Fn(u32) -> bool, _: &[Term]) {}
 }
 
-/// A lane arena: lanes that start on a 64-byte boundary, each one cache
-/// line (a lane across two costs two loads, or two stores), seen as cells,
-/// so that a step can write the lanes it reads.
+/// The lanes of a replay: every value, then every adjoint, each where
+/// `Layout` puts it. They start on a 64-byte boundary, a lane one cache
+/// line (a lane across two costs two loads, or two stores), and are seen
+/// as cells, so that a step can write the lanes it reads.
 struct Arena(Vec<f64>);
 
 impl Arena {
@@ -133,9 +134,9 @@ impl Arena {
     }
 }
 
-/// Where each node's value and adjoint sit in the lane arenas, in lanes:
-/// where they sit in the plan's arena, or in the lanes of a node no later
-/// step reads (`Plan::layout`).
+/// Where each node's value and adjoint sit in the arena, in lanes: the
+/// value where the plan's arena has it and the adjoint as far again, or
+/// in lanes whose value no later step reads (`Plan::layout`).
 pub struct Layout {
     pub value: Vec<usize>,
     pub adjoint: Vec<usize>,
@@ -143,8 +144,7 @@ pub struct Layout {
 
 /// The arenas of a lane replay, and which nodes differ from point to point.
 pub struct Lanes {
-    values: Arena,
-    adj: Arena,
+    arena: Arena,
     layout: Layout,
     varying: Vec<bool>,
     /// Per node, the term that comes first to its adjoint, when a lane
@@ -191,7 +191,7 @@ impl Plan {
     pub fn lanes(&mut self, reuse: Option<Lanes>) -> Option<Lanes> {
         let size = self.graph.values.len();
         let mut lanes = match reuse {
-            Some(lanes) if lanes.values.len() == size && lanes.varying.len() == self.graph.nodes.len() => lanes,
+            Some(lanes) if lanes.arena.len() == 2 * size && lanes.varying.len() == self.graph.nodes.len() => lanes,
             _ => self.new_lanes()?,
         };
         // The steps that differ from point to point run in lanes; the
@@ -206,7 +206,7 @@ impl Plan {
         }
         // Into every lane, where the plan's arena has them (`layout` moves
         // only nodes that vary); matrices are read from the plan's arena instead.
-        let v = lanes.values.cells();
+        let v = lanes.arena.cells();
         for (id, node) in g.nodes.iter().enumerate() {
             if !varying[id] && node.shape.rank() <= 1 {
                 for i in node.range() {
@@ -241,7 +241,8 @@ impl Plan {
         let (first, clear) = self.first_terms(&varying);
         let layout = self.layout(&varying, &first);
         let size = self.graph.values.len();
-        Some(Lanes { values: Arena::new(size), adj: Arena::new(size), layout, varying, first, clear })
+        let clear = clear.into_iter().map(|(a, b)| (size + a, size + b)).collect();
+        Some(Lanes { arena: Arena::new(2 * size), layout, varying, first, clear })
     }
 
     /// `Lanes::layout`. A vector computed elementwise from an operand of
@@ -249,9 +250,12 @@ impl Plan {
     /// other step reads it, and the backward sweep never reads its value;
     /// a vector's adjoint passed on element by element to its one operand
     /// that takes one, written there first, becomes that operand's
-    /// adjoint where it lies. So a chain of elementwise steps works in one
-    /// set of lanes, which stays in the cache, instead of each step writing
-    /// lanes of its own. (Scalars keep their places: scalar steps name them.)
+    /// adjoint where it lies; and where such a chain of adjoints starts, it
+    /// lies in the node's value lanes, if no backward step reads what the
+    /// forward sweep left there. So a chain of elementwise steps works in
+    /// one set of lanes, which stays in the cache, instead of each step
+    /// writing lanes of its own. (Scalars keep their places: scalar steps
+    /// name them.)
     fn layout(&self, varying: &[bool], first: &[Term]) -> Layout {
         let nodes = &self.graph.nodes;
         let takes = |p: u32| self.needs[p as usize] && varying[p as usize];
@@ -281,7 +285,8 @@ impl Plan {
                 }
             }
         }
-        let mut layout = Layout { value: nodes.iter().map(|n| n.val).collect(), adjoint: nodes.iter().map(|n| n.val).collect() };
+        let size = self.graph.values.len();
+        let mut layout = Layout { value: nodes.iter().map(|n| n.val).collect(), adjoint: nodes.iter().map(|n| size + n.val).collect() };
         for &id in &forward {
             let node = &nodes[id];
             let mine = |p: &&u32| node.parents.iter().filter(|q| q == p).count();
@@ -295,8 +300,18 @@ impl Plan {
                 }
             }
         }
+        // What the forward sweep leaves in each node's value lanes: the last value computed there.
+        let mut left = vec![usize::MAX; size];
+        forward.iter().for_each(|&id| left[layout.value[id]] = id);
+        let mut taken = vec![false; size];
         for &id in &backward {
             let node = &nodes[id];
+            let at = layout.value[id];
+            let starts = layout.adjoint[id] == size + node.val && first[id] != NO_TERM;
+            if starts && node.shape.size() > 1 && !read_back[left[at]] && !taken[at] {
+                taken[at] = true;
+                layout.adjoint[id] = at;
+            }
             let elementwise = Formula::of(node.op).is_some() || matches!(node.op, Op::Reshape(_));
             let mut taking = node.parents.iter().enumerate().filter(|&(_, &p)| takes(p));
             if let (Some((k, &p)), None) = (taking.next(), taking.next()) {
@@ -314,8 +329,8 @@ impl Plan {
     #[doc(hidden)]
     pub fn lanes_shared(&self) -> Option<usize> {
         let lanes = self.new_lanes()?;
-        let moved = |at: &[usize]| self.graph.nodes.iter().zip(at).filter(|(n, &at)| n.val != at).count();
-        Some(moved(&lanes.layout.value) + moved(&lanes.layout.adjoint))
+        let moved = |at: &[usize], from: usize| self.graph.nodes.iter().zip(at).filter(|(n, &at)| from + n.val != at).count();
+        Some(moved(&lanes.layout.value, 0) + moved(&lanes.layout.adjoint, self.graph.values.len()))
     }
 
     /// `Lanes::first` and `Lanes::clear`: which term of the backward sweep
@@ -365,8 +380,12 @@ impl Plan {
     fn replay_lanes_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
         let n = values.len();
         debug_assert!((1..=LANES).contains(&n) && params.len() == n * width && grads.len() == n * width);
-        let Lanes { values: v, adj, layout, varying, first, clear } = lanes;
-        let (v, adj) = (v.cells(), adj.cells());
+        let Lanes { arena, layout, varying, first, clear } = lanes;
+        // Values and adjoints are one arena, which `layout` indexes;
+        // scalar steps name an adjoint by the place of its value.
+        let v = arena.cells();
+        let adj = v;
+        let scalar_adj = &adj[self.graph.values.len()..];
         let (nodes, uniform) = (&self.graph.nodes, &self.graph.values);
         let mut at = 0;
         for slot in &self.params {
@@ -404,12 +423,12 @@ impl Plan {
             match *step {
                 Step::Scalar(s) => {
                     let [a, b, out] = s.at();
-                    let operands = [v[a].get(), v[b].get(), v[out].get(), adj[out].get()];
+                    let operands = [v[a].get(), v[b].get(), v[out].get(), scalar_adj[out].get()];
                     if s.needs[0] {
-                        lane_partials(s.formula, s.k, 0, operands, &adj[a]);
+                        lane_partials(s.formula, s.k, 0, operands, &scalar_adj[a]);
                     }
                     if s.needs[1] && s.formula.binary() {
-                        lane_partials(s.formula, s.k, 1, operands, &adj[b]);
+                        lane_partials(s.formula, s.k, 1, operands, &scalar_adj[b]);
                     }
                 }
                 Step::Node(id) if varying[id as usize] => vectors::adjoint(nodes, id as usize, layout, uniform, v, adj, takes, first),
