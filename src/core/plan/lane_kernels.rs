@@ -277,6 +277,18 @@ pub fn adjoint(
         }
         let to = &adj[layout.adjoint[p as usize]..][..nodes[p as usize].shape.size()];
         let write = first[p as usize] == (id as u32, k as u32);
+        // A term that is the adjoint itself, written where the adjoint
+        // already lies (`Layout`), would write each lane as 0 + itself: the
+        // same bits, since no adjoint lane is ever -0 (each is 1, a sum
+        // from +0, or 0 + a term).
+        let identity = match Formula::of(node.op) {
+            Some((Formula::Add, _)) => true,
+            Some((Formula::Sub, _)) => k == 0,
+            _ => matches!(node.op, Op::Reshape(_)),
+        };
+        if identity && write && layout.adjoint[p as usize] == layout.adjoint[id] {
+            continue;
+        }
         match node.op {
             Op::Sum => to.iter().for_each(|to| take(to, &g0, write)),
             Op::Mean => {
