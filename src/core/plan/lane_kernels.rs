@@ -1,6 +1,6 @@
 //! The kernels of a lane replay (lanes.rs): each op of kernels/mod.rs that a
-//! batch replays `LANES` points at a time, on arenas of lanes (element `e`
-//! of a node for point `l` at `arena[val + e][l]`).
+//! batch replays `LANES` points at a time, on an arena of lanes (element
+//! `e` of a node's value for point `l` at `arena[layout.value[id] + e][l]`).
 //!
 //! Each one computes, for every lane, exactly the expression its kernel
 //! computes for one point: the same formulas, the same order of sums
@@ -11,8 +11,8 @@
 //! Every loop runs over slices cut to its length first, so that it holds no
 //! bounds check and compiles to vector code, one lane a register.
 //!
-//! The arenas are cells, and a node's lanes are where `Layout` puts them:
-//! an elementwise step may write the very lanes it reads (lanes.rs).
+//! Values and adjoints are one arena of cells, each where `Layout` puts
+//! it: an elementwise step may write the very lanes it reads (lanes.rs).
 //!
 //! Native only: a WebAssembly batch runs on one thread with no wide vector
 //! registers to gain, and these kernels would add ~110 KiB to its module.
@@ -253,29 +253,19 @@ fn matvec(m: usize, k: usize, a: &[f64], x: &[Cell<Lane>], out: &[Cell<Lane>]) {
 
 /// A laned node's adjoint accumulated into each parent that `takes` one,
 /// in the order and by the expressions of `kernels::adjoint`; written,
-/// where it is a parent's `first` term.
+/// where it is a parent's `first` term. `v` holds values and adjoints.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub fn adjoint(
-    nodes: &[Node],
-    id: usize,
-    layout: &Layout,
-    uniform: &[f64],
-    v: &[Cell<Lane>],
-    adj: &[Cell<Lane>],
-    takes: impl Fn(u32) -> bool,
-    first: &[Term],
-) {
+pub fn adjoint(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &[Cell<Lane>], takes: impl Fn(u32) -> bool, first: &[Term]) {
     let node = &nodes[id];
     let n = node.shape.size();
-    let g = &adj[layout.adjoint[id]..][..n];
+    let g = &v[layout.adjoint[id]..][..n];
     // The node's adjoint, when it is a scalar (a sum's, a mean's, a dot's).
     let g0 = g.first().map_or([0.0; LANES], Cell::get);
     for (k, &p) in node.parents.iter().enumerate() {
         if !takes(p) {
             continue;
         }
-        let to = &adj[layout.adjoint[p as usize]..][..nodes[p as usize].shape.size()];
+        let to = &v[layout.adjoint[p as usize]..][..nodes[p as usize].shape.size()];
         let write = first[p as usize] == (id as u32, k as u32);
         // A term that is the adjoint itself, written where the adjoint
         // already lies (`Layout`), would write each lane as 0 + itself: the

@@ -119,8 +119,7 @@ mod vectors {
         false
     }
     pub fn forward(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>]) {}
-    #[allow(clippy::too_many_arguments)]
-    pub fn adjoint(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>], _: &[Cell<Lane>], _: impl Fn(u32) -> bool, _: &[Term]) {}
+    pub fn adjoint(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>], _: impl Fn(u32) -> bool, _: &[Term]) {}
 }
 
 /// The lanes of a replay: every value, then every adjoint, each where
@@ -398,8 +397,7 @@ impl Plan {
         // Values and adjoints are one arena, which `layout` indexes;
         // scalar steps name an adjoint by the place of its value.
         let v = arena.cells();
-        let adj = v;
-        let scalar_adj = &adj[self.graph.values.len()..];
+        let scalar_adj = &v[self.graph.values.len()..];
         let (nodes, uniform) = (&self.graph.nodes, &self.graph.values);
         let mut at = 0;
         for slot in &self.params {
@@ -426,10 +424,10 @@ impl Plan {
             }
         }
         for &(a, b) in clear.iter() {
-            adj[a..b].iter().for_each(|a| a.set([0.0; LANES]));
+            v[a..b].iter().for_each(|a| a.set([0.0; LANES]));
         }
         let root = self.root as usize;
-        adj[layout.adjoint[root]].set([1.0; LANES]);
+        v[layout.adjoint[root]].set([1.0; LANES]);
         // Only nodes that depend on a parameter pass adjoints on to a
         // parameter, so the others' adjoints are not computed.
         let takes = |p: u32| self.needs[p as usize] && varying[p as usize];
@@ -445,7 +443,7 @@ impl Plan {
                         lane_partials(s.formula, s.k, 1, operands, &scalar_adj[b]);
                     }
                 }
-                Step::Node(id) if varying[id as usize] => vectors::adjoint(nodes, id as usize, layout, uniform, v, adj, takes, first),
+                Step::Node(id) if varying[id as usize] => vectors::adjoint(nodes, id as usize, layout, uniform, v, takes, first),
                 Step::Node(_) => {}
             }
         }
@@ -455,7 +453,7 @@ impl Plan {
             let size = slot.shape.size();
             match slot.node {
                 Some(node) if self.needs[node as usize] => {
-                    for (e, from) in adj[layout.adjoint[node as usize]..][..size].iter().enumerate() {
+                    for (e, from) in v[layout.adjoint[node as usize]..][..size].iter().enumerate() {
                         let from = from.get();
                         for l in 0..n {
                             grads[l * width + at + e] = from[l];
