@@ -271,7 +271,7 @@ impl Plan {
     /// name them.)
     fn layout(&self, varying: &[bool], first: &[Term]) -> Layout {
         let nodes = &self.graph.nodes;
-        let takes = |p: u32| self.needs[p as usize] && varying[p as usize];
+        let takes = |p: u32| self.takes_in_lanes(varying, p as usize);
         let node_steps = |steps: &[Step]| -> Vec<usize> {
             steps.iter().filter_map(|s| match *s {
                 Step::Node(id) if varying[id as usize] => Some(id as usize),
@@ -337,6 +337,13 @@ impl Plan {
         layout
     }
 
+    /// Whether node `p`'s adjoint is computed in a lane replay: only nodes
+    /// that depend on a parameter pass adjoints on to a parameter, so the
+    /// others' are not. (The layout, the first terms and the sweep must agree.)
+    fn takes_in_lanes(&self, varying: &[bool], p: usize) -> bool {
+        self.needs[p] && varying[p]
+    }
+
     /// How many nodes' values and adjoints sit in the lanes of another node
     /// (`layout`): what tests check the shared lanes with.
     #[doc(hidden)]
@@ -365,7 +372,7 @@ impl Plan {
                     let whole = !matches!(nodes[id as usize].op, Op::Slice { .. });
                     for (k, &p) in nodes[id as usize].parents.iter().enumerate() {
                         let (p, at) = (p as usize, nodes[p as usize].val);
-                        if self.needs[p] && varying[p] && !seen[at] {
+                        if self.takes_in_lanes(varying, p) && !seen[at] {
                             seen[at] = true;
                             if whole {
                                 first[p] = (id, k as u32);
@@ -428,9 +435,7 @@ impl Plan {
         }
         let root = self.root as usize;
         v[layout.adjoint[root]].set([1.0; LANES]);
-        // Only nodes that depend on a parameter pass adjoints on to a
-        // parameter, so the others' adjoints are not computed.
-        let takes = |p: u32| self.needs[p as usize] && varying[p as usize];
+        let takes = |p: u32| self.takes_in_lanes(varying, p as usize);
         for step in &self.backward {
             match *step {
                 Step::Scalar(s) => {
