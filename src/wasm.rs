@@ -463,6 +463,39 @@ pub extern "C" fn plan_root_shape(p: u32) -> i32 {
     }
 }
 
+// ---------------------------------------------------------------- forward mode and second order
+
+/// The leaves are scratch 0, their tangents scratch 1.
+#[no_mangle]
+pub extern "C" fn tape_jvp(t: u32, root: u32, n: u32) -> i32 {
+    id(api::tape_jvp(t, root, buffer(0, n), buffer(1, n)))
+}
+
+#[no_mangle]
+pub extern "C" fn plan_tangent(p: u32) -> i32 {
+    // The plan is made before `new_plan` takes the table again.
+    let plan = with_plan(p, |p| p.tangent_plan());
+    new_plan(plan)
+}
+
+/// Output `i`'s value goes to scratch 2, `len` values.
+#[no_mangle]
+pub extern "C" fn plan_output(p: u32, i: u32, len: u32) -> i32 {
+    status(with_plan(p, |p| api::plan_output_into(p, i as usize, buffer(2, len))))
+}
+
+/// Arguments in scratch 0; the Jacobian to scratch 2, `len` values.
+#[no_mangle]
+pub extern "C" fn plan_jacobian(p: u32, forward: bool, flat: u32, len: u32) -> i32 {
+    status(with_plan(p, |p| api::plan_jacobian(p, forward, buffer(0, flat), buffer(2, len))))
+}
+
+/// Arguments in scratch 0; value, gradient and Hessian to scratch 2, `len` values.
+#[no_mangle]
+pub extern "C" fn plan_hessian(p: u32, flat: u32, len: u32) -> i32 {
+    status(with_plan(p, |p| api::plan_hessian(p, buffer(0, flat), buffer(2, len))))
+}
+
 // ---------------------------------------------------------------- many points per call
 
 /// A batch on this (the only) thread, in `batch.rs`'s layout: parameters in

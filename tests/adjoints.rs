@@ -109,6 +109,10 @@ fn cases() -> Vec<Case> {
         unary("sigmoid", Op::Sigmoid, (-3.0, 3.0)),
         unary("relu", Op::Relu, (-2.0, 2.0)),
         unary("lgamma", Op::Lgamma, (0.3, 5.0)),
+        unary("digamma", Op::Digamma, (0.3, 5.0)),
+        // The indicators a tangent rule records: flat on either side, so no adjoint.
+        Case { name: "greaterEqual", params: vec![m23, m23], range: (-2.0, 2.0), build: |g, p| op(g, Op::Ge, &[p[0], p[1]]) },
+        Case { name: "greater", params: vec![m23, s], range: (-2.0, 2.0), build: |g, p| op(g, Op::Gt, &[p[0], p[1]]) },
         unary("pow", Op::Pow(Exponent::new(2.5)), (0.5, 2.0)),
         unary("sum", Op::Sum, (-2.0, 2.0)),
         unary("mean", Op::Mean, (-2.0, 2.0)),
@@ -199,7 +203,7 @@ fn unary_build(o: Op) -> Build {
     one!(
         Op::Neg => Op::Neg, Op::Exp => Op::Exp, Op::Log => Op::Log, Op::Sqrt => Op::Sqrt,
         Op::Square => Op::Square, Op::Tanh => Op::Tanh, Op::Sigmoid => Op::Sigmoid, Op::Relu => Op::Relu,
-        Op::Lgamma => Op::Lgamma, Op::Pow(_) => Op::Pow(Exponent::new(2.5)), Op::Sum => Op::Sum, Op::Mean => Op::Mean,
+        Op::Lgamma => Op::Lgamma, Op::Digamma => Op::Digamma, Op::Pow(_) => Op::Pow(Exponent::new(2.5)), Op::Sum => Op::Sum, Op::Mean => Op::Mean,
         Op::Transpose => Op::Transpose, Op::Reshape(_) => Op::Reshape(Shape::Matrix(3, 2))
     )
 }

@@ -20,9 +20,10 @@ const RANKS: &[(&str, u32)] = &[
     ("linalg", 1),
     ("kernels", 2),
     ("graph", 3),
-    ("plan", 4),
-    ("tape", 5),
-    ("json", 5),
+    ("tangent", 4),
+    ("plan", 5),
+    ("tape", 6),
+    ("json", 6),
 ];
 
 fn rank(module: &str) -> Option<u32> {

@@ -481,3 +481,39 @@ pub fn plan_slots(p: &External<PlanCell>) -> Result<String> {
 pub fn plan_root_shape(p: &External<PlanCell>) -> Result<Vec<f64>> {
     with_plan(p, |p| Ok(p.root_shape().dims().into_iter().map(|d| d as f64).collect()))
 }
+
+// ---------------------------------------------------------------- forward mode and second order
+
+/// The tangent of `root` on the tape, each of `leaves` moving along the
+/// node of `tangents` beside it.
+#[napi(catch_unwind)]
+pub fn tape_jvp(t: u32, root: u32, leaves: &[u32], tangents: &[u32]) -> Result<u32> {
+    api::tape_jvp(t, root, leaves, tangents).js()
+}
+
+/// The plan of a plan's tangent (`Plan::tangent_plan`).
+#[napi(catch_unwind)]
+pub fn plan_tangent(p: &External<PlanCell>) -> Result<External<PlanCell>> {
+    with_plan(p, |p| p.tangent_plan().js()).map(plan_external)
+}
+
+/// Output `i`'s value after the last replay, into `out`.
+#[napi(catch_unwind)]
+pub fn plan_output(p: &External<PlanCell>, i: u32, mut out: Float64ArraySlice) -> Result<()> {
+    // SAFETY: a fresh buffer of the caller's.
+    with_plan(p, |p| api::plan_output_into(p, i as usize, unsafe { out.as_mut() }).js())
+}
+
+/// `api::plan_jacobian`: arguments flat in `flat`, the Jacobian into `out`.
+#[napi(catch_unwind)]
+pub fn plan_jacobian(p: &External<PlanCell>, forward: bool, flat: &[f64], mut out: Float64ArraySlice) -> Result<()> {
+    // SAFETY: a fresh buffer of the caller's, distinct from `flat`.
+    with_plan(p, |p| api::plan_jacobian(p, forward, flat, unsafe { out.as_mut() }).js())
+}
+
+/// `api::plan_hessian`: arguments flat in `flat`; value, gradient and Hessian into `out`.
+#[napi(catch_unwind)]
+pub fn plan_hessian(p: &External<PlanCell>, flat: &[f64], mut out: Float64ArraySlice) -> Result<()> {
+    // SAFETY: as above.
+    with_plan(p, |p| api::plan_hessian(p, flat, unsafe { out.as_mut() }).js())
+}

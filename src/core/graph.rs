@@ -302,6 +302,21 @@ pub fn post_order(nodes: &[Node], root: u32) -> Vec<u32> {
     order
 }
 
+/// The nodes that reach any of `roots`: each root's `post_order` in turn,
+/// less what an earlier root's walk already listed (still parents first).
+pub fn post_order_all(nodes: &[Node], roots: &[u32]) -> Vec<u32> {
+    let mut listed = vec![false; nodes.len()];
+    let mut order = Vec::new();
+    for &root in roots {
+        for id in post_order(nodes, root) {
+            if !std::mem::replace(&mut listed[id as usize], true) {
+                order.push(id);
+            }
+        }
+    }
+    order
+}
+
 /// Scratch for `post_order_into`, kept by a tape so that a sweep over a few
 /// nodes allocates nothing (on small models the allocation showed).
 #[derive(Default)]

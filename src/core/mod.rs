@@ -11,4 +11,5 @@ pub mod op;
 pub mod plan;
 pub mod shape;
 pub mod special;
+pub mod tangent;
 pub mod tape;

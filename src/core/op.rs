@@ -92,6 +92,11 @@ ops! {
     Cholesky = Op::Cholesky,
     TriangularSolve { lower: bool } = Op::TriangularSolve { lower: true },
     SolveGeneral = Op::SolveGeneral,
+    /// The ops below only tangent rules record (kernels/tangent.rs): no
+    /// plan names them and no JavaScript function makes them.
+    Digamma = Op::Digamma,
+    Ge = Op::Ge,
+    Gt = Op::Gt,
 }
 
 impl Op {
@@ -131,6 +136,9 @@ impl Op {
             Op::Cholesky => "cholesky",
             Op::TriangularSolve { .. } => "triangularSolve",
             Op::SolveGeneral => "solveGeneral",
+            Op::Digamma => "digamma",
+            Op::Ge => "greaterEqual",
+            Op::Gt => "greater",
         }
     }
 
@@ -193,7 +201,7 @@ impl Op {
         let arity = match self {
             Op::Leaf | Op::Input | Op::Const => Some(0),
             Op::External | Op::Concat { .. } => None,
-            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => Some(2),
+            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => Some(2),
             Op::Matmul | Op::Dot | Op::AddDiag | Op::TriangularSolve { .. } | Op::SolveGeneral => Some(2),
             _ => Some(1),
         };
@@ -206,10 +214,10 @@ impl Op {
             Op::Leaf | Op::Input | Op::Const | Op::External => {
                 fail!("{}: a leaf has no shape rule", self.name())
             }
-            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => {
+            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => {
                 broadcast(self.name(), p[0], p[1]).map(|(s, _)| s)
             }
-            Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Pow(_) => {
+            Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Pow(_) | Op::Digamma => {
                 Ok(p[0])
             }
             Op::Sum | Op::Mean => Ok(Shape::Scalar),

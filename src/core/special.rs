@@ -1,4 +1,4 @@
-//! Special functions: log-gamma and digamma.
+//! Special functions: log-gamma, digamma and trigamma.
 //!
 //! `lgamma` uses the Lanczos approximation (g = 7, 9 coefficients) with the
 //! reflection formula below 1/2. Near the two zeros of log Γ (x = 1 and x = 2)
@@ -210,6 +210,48 @@ pub fn digamma(x: f64) -> f64 {
     acc + digamma_asymptotic(x)
 }
 
+/// ψ'(x) = d/dx ψ(x), the second derivative of lgamma. Non-positive
+/// integers (and -Infinity): NaN, as for `digamma`. +Inf -> 0.
+pub fn trigamma(x: f64) -> f64 {
+    if x.is_nan() || x == f64::NEG_INFINITY || (x <= 0.0 && x == x.floor()) {
+        return f64::NAN;
+    }
+    if x == f64::INFINITY {
+        return 0.0;
+    }
+    let mut x = x;
+    let mut acc = 0.0;
+    let mut sign = 1.0;
+    if x < 0.0 {
+        // Reflection: ψ'(x) = π² / sin²(π x) - ψ'(1 - x); 1 - x > 1.
+        let s = sin(PI * (x - x.round()));
+        acc = PI * PI / (s * s);
+        sign = -1.0;
+        x = 1.0 - x;
+    }
+    // Recurrence ψ'(x) = ψ'(x + 1) + 1/x² up to x >= 12, where the series
+    // below has converged to a few ulps.
+    let mut rec = 0.0;
+    while x < 12.0 {
+        rec += 1.0 / (x * x);
+        x += 1.0;
+    }
+    acc + sign * (rec + trigamma_asymptotic(x))
+}
+
+/// B_2k for k = 1..=8: ψ'(x) ~ 1/x + 1/(2x²) + Σ B_2k / x^(2k+1).
+const TRIGAMMA_ASYMPTOTIC: [f64; 8] =
+    [1.0 / 6.0, -1.0 / 30.0, 1.0 / 42.0, -1.0 / 30.0, 5.0 / 66.0, -691.0 / 2730.0, 7.0 / 6.0, -3617.0 / 510.0];
+
+fn trigamma_asymptotic(x: f64) -> f64 {
+    let u = 1.0 / (x * x);
+    let mut acc = 0.0;
+    for &c in TRIGAMMA_ASYMPTOTIC.iter().rev() {
+        acc = acc * u + c;
+    }
+    1.0 / x + 0.5 * u + acc * u / x
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,6 +318,27 @@ mod tests {
             let got = lgamma(x);
             assert!(rel(got, want) <= 1e-13, "lgamma({x}) = {got}, want {want}");
         }
+    }
+
+    #[test]
+    fn trigamma_closed_forms_and_recurrence() {
+        let z2 = PI * PI / 6.0;
+        // ψ'(1) = π²/6, ψ'(1/2) = π²/2, ψ'(2) = π²/6 - 1, ψ'(-1/2) = π²/2 + 4.
+        for (x, want) in [(1.0, z2), (0.5, PI * PI / 2.0), (2.0, z2 - 1.0), (-0.5, PI * PI / 2.0 + 4.0)] {
+            assert!(rel(trigamma(x), want) < 4e-15, "trigamma({x}) = {} against {want}", trigamma(x));
+        }
+        // ψ'(x) - ψ'(x + 1) = 1/x² across the switch to the series.
+        for x in [0.3, 3.7, 11.5, 11.99, 12.0, 40.0, -2.3] {
+            assert!(rel(trigamma(x) - trigamma(x + 1.0), 1.0 / (x * x)) < 1e-12, "recurrence at {x}");
+        }
+        // Central differences of digamma agree.
+        for x in [0.2f64, 1.3, 7.5, 25.0, -1.6] {
+            let h = 1e-5 * (1.0f64).max(x.abs());
+            let fd = (digamma(x + h) - digamma(x - h)) / (2.0 * h);
+            assert!(rel(trigamma(x), fd) < 1e-7, "trigamma({x}) against digamma's differences");
+        }
+        assert!(trigamma(0.0).is_nan() && trigamma(-3.0).is_nan() && trigamma(f64::NAN).is_nan());
+        assert_eq!(trigamma(f64::INFINITY), 0.0);
     }
 
     #[test]

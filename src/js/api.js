@@ -41,7 +41,8 @@ export {
   solvePSD,
   inv,
 } from './ops.js';
-export { valueAndGrad, grad, jacobian } from './drivers.js';
+export { valueAndGrad, grad } from './drivers.js';
+export { jacobian, jvp, hvp, hessian } from './higher.js';
 export { compile } from './compile.js';
 export { compileFromJSON } from './plans.js';
 export { splitValueAndGrad, valueAndGradFns } from './split.js';

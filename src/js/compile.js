@@ -9,6 +9,7 @@ import { Replay, signature, signatureKey } from './replay.js';
 import { ReadMap, readOnce, readOnceLazily } from './forms.js';
 import { runMap } from './mapcall.js';
 import { INPUT, retire } from './tape.js';
+import { attachDerivatives, eagerJacobian, hessian, hvp, jvp } from './higher.js';
 
 const MAX_PLANS = 8;
 
@@ -138,5 +139,15 @@ export function compile(f) {
     if (last === null) throw new Error('toJSON: call the compiled function once first, so the graph is built.');
     return serialize(last.record);
   };
+  // Forward mode and second order, on the plan of the arguments' signature.
+  const eagerForms = { jvp: jvp(f), hvp: hvp(f), hessian: hessian(f), jacobian: eagerJacobian(f) };
+  attachDerivatives(
+    c,
+    (x, inputs) => {
+      const entry = eager ? null : entryFor(x, inputs);
+      return entry === null ? null : entry.replay;
+    },
+    eagerForms,
+  );
   return c;
 }

@@ -1,6 +1,6 @@
 // Evaluating an objective: its parameters and inputs as named slots, the
 // recording on a fresh tape, and the gradients in the forms they came in
-// (valueAndGrad, grad, jacobian).
+// (valueAndGrad, grad).
 
 import { N } from './binding.js';
 import { ReadMap, fmtShape, formOf, isMapForm, readOnce, readOnceLazily, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
@@ -13,12 +13,10 @@ import {
   current,
   evaluationTape,
   leafVar,
-  nodeAdjoint,
   numberLeafVar,
   retire,
   setCurrent,
   sweep,
-  variable,
 } from './tape.js';
 
 // ---------------------------------------------------------------- parameters
@@ -177,38 +175,4 @@ export function grad(f) {
   const g = (x, inputs) => evaluate(f, x, inputs, true, 'valueAndGrad').gradient;
   g.value = (x, inputs) => evaluate(f, x, inputs, false, 'valueAndGrad');
   return g;
-}
-
-export function jacobian(f) {
-  if (typeof f !== 'function') throw new Error('jacobian: expected a function');
-  return (x) => {
-    const t = evaluationTape(false);
-    const prev = current;
-    setCurrent(t);
-    try {
-      const leaf = variable(x);
-      const y = f(leaf);
-      setCurrent(prev);
-      if (!(y instanceof Var)) throw new Error("jacobian: the function must return a Var built from this package's ops");
-      const shape = y.shape;
-      if (shape.length > 1) throw new Error(`jacobian: the function must return a scalar or a vector, got ${fmtShape(shape)}`);
-      const m = shape.length === 0 ? 1 : shape[0];
-      const n = leaf.data.length;
-      const rows = [];
-      for (let i = 0; i < m; i++) {
-        let row = null;
-        if (y._tape === t) {
-          const seed = new Float64Array(m);
-          seed[i] = 1;
-          sweep(t, y._id, seed);
-          row = nodeAdjoint(t, leaf._id, leaf.shape);
-        }
-        rows.push(row ? Array.from(row) : new Array(n).fill(0));
-      }
-      return rows;
-    } finally {
-      setCurrent(prev);
-      retire(t);
-    }
-  };
 }

@@ -3,6 +3,7 @@
 
 import { N } from './binding.js';
 import { checkInputs } from './drivers.js';
+import { attachDerivatives } from './higher.js';
 import { ReadMap, readOnce, readOnceLazily } from './forms.js';
 import { runMap } from './mapcall.js';
 import { batchPoints, emptyBatch, pointError, settle } from './batching.js';
@@ -248,5 +249,13 @@ export function compileFromJSON(json) {
       const b = { packed: false, k: 1, threads: 1, sample: x };
       return replay.batchAsync([x], b, ins, '', 'compileFromJSON', null).then((out) => out[0]);
     });
+  attachDerivatives(
+    r,
+    (x, ins) => {
+      check(x, ins);
+      return replay;
+    },
+    null,
+  );
   return r;
 }

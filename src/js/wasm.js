@@ -363,6 +363,31 @@ export function loadWasm(bytes = wasmBytes()) {
       h.p = -1;
     },
 
+    // Forward mode and second order (src/js/higher.js).
+    tapeJvp(t, root, leaves, tangents) {
+      const n = putU32(0, leaves);
+      putU32(1, tangents);
+      return id(X.tape_jvp(t, root, n));
+    },
+    planTangent: (h) => plan(X.plan_tangent(live(h))),
+    planOutput(h, i, out) {
+      reserve(2, out.length * 8);
+      id(X.plan_output(live(h), i, out.length));
+      get64(2, out);
+    },
+    planJacobian(h, forward, flat, out) {
+      const n = put64(0, flat);
+      reserve(2, out.length * 8);
+      id(X.plan_jacobian(live(h), forward, n, out.length));
+      get64(2, out);
+    },
+    planHessian(h, flat, out) {
+      const n = put64(0, flat);
+      reserve(2, out.length * 8);
+      id(X.plan_hessian(live(h), n, out.length));
+      get64(2, out);
+    },
+
     // Many points per call, on this one thread: the plan is its own pool.
     planPool: (h) => h,
     planBatch(h, params, inputs, k, threads, label, values, grads) {

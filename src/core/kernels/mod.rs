@@ -81,15 +81,15 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
     let v = |k: usize| p.val(k);
     match op {
         Op::Leaf | Op::Input | Op::Const | Op::External => {}
-        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => {
+        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => {
             let (_, bc) = broadcast(op.name(), p.shape(0), p.shape(1))?;
             let (a, b) = (v(0), v(1));
-            for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum], |O| ew::binary(bc, a, b, out, |x, y| scalar::value(O, 0.0, x, y)))
+            for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| ew::binary(bc, a, b, out, |x, y| scalar::value(O, 0.0, x, y)))
         }
         // Blocked, for speed on long arrays; element by element the same bits as scalar::value.
         Op::Tanh => fastmath::tanh_slice(v(0), out),
-        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma => {
-            for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Sigmoid, Relu, Lgamma], |O| ew::unary(v(0), out, |x| scalar::value(O, 0.0, x, 0.0)))
+        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma => {
+            for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Sigmoid, Relu, Lgamma, Digamma], |O| ew::unary(v(0), out, |x| scalar::value(O, 0.0, x, 0.0)))
         }
         Op::Pow(k) => {
             let k = k.get();
@@ -201,21 +201,21 @@ fn parent_adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &
     match op {
         // Concat's parents are served all at once, by `adjoint`.
         Op::Leaf | Op::Input | Op::Const | Op::External | Op::Concat { .. } => {}
-        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum => {
+        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => {
             let Ok((_, bc)) = broadcast(op.name(), p.shape(0), p.shape(1)) else { return };
             let (a, b) = (p.val(0), p.val(1));
             if k == 0 {
-                for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum], |O| {
+                for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| {
                     ew::binary_adjoint(bc, 0, a, b, g, d, |x, y, g| scalar::partial(O, 0.0, 0, x, y, 0.0, g))
                 })
             } else {
-                for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum], |O| {
+                for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| {
                     ew::binary_adjoint(bc, 1, a, b, g, d, |x, y, g| scalar::partial(O, 0.0, 1, x, y, 0.0, g))
                 })
             }
         }
-        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma => {
-            for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Tanh, Sigmoid, Relu, Lgamma], |O| {
+        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma => {
+            for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Tanh, Sigmoid, Relu, Lgamma, Digamma], |O| {
                 ew::unary_adjoint(v(0), out, g, d, |x, y, g| scalar::partial(O, 0.0, 0, x, 0.0, y, g))
             })
         }

@@ -31,6 +31,13 @@ pub enum Formula {
     Relu,
     Lgamma,
     Pow,
+    /// lgamma's derivative, which only a tangent rule records.
+    Digamma,
+    /// The indicator x ≥ y (1 or 0; 0 with a NaN), which only a tangent rule
+    /// records: the side `maximum` and `minimum` give their adjoint to.
+    Ge,
+    /// The indicator x > y, `relu`'s side.
+    Gt,
 }
 
 impl Formula {
@@ -53,13 +60,19 @@ impl Formula {
             Op::Relu => (Formula::Relu, 0.0),
             Op::Lgamma => (Formula::Lgamma, 0.0),
             Op::Pow(k) => (Formula::Pow, k.get()),
+            Op::Digamma => (Formula::Digamma, 0.0),
+            Op::Ge => (Formula::Ge, 0.0),
+            Op::Gt => (Formula::Gt, 0.0),
             _ => return None,
         })
     }
 
     /// Whether it takes two operands.
     pub fn binary(self) -> bool {
-        matches!(self, Formula::Add | Formula::Sub | Formula::Mul | Formula::Div | Formula::Maximum | Formula::Minimum)
+        matches!(
+            self,
+            Formula::Add | Formula::Sub | Formula::Mul | Formula::Div | Formula::Maximum | Formula::Minimum | Formula::Ge | Formula::Gt
+        )
     }
 
     /// Which of `x`, `y` and `out` operand `i`'s `partial` reads (besides
@@ -72,12 +85,12 @@ impl Formula {
         const XY: [bool; 3] = [true, true, false];
         const OUT: [bool; 3] = [false, false, true];
         match (self, i) {
-            (Formula::Add | Formula::Sub | Formula::Neg, _) => NONE,
+            (Formula::Add | Formula::Sub | Formula::Neg | Formula::Ge | Formula::Gt, _) => NONE,
             (Formula::Mul | Formula::Div, 0) => Y,
             (Formula::Mul, _) => X,
             (Formula::Div | Formula::Maximum | Formula::Minimum, _) => XY,
             (Formula::Exp | Formula::Sqrt | Formula::Tanh | Formula::Sigmoid, _) => OUT,
-            (Formula::Log | Formula::Square | Formula::Relu | Formula::Lgamma | Formula::Pow, _) => X,
+            (Formula::Log | Formula::Square | Formula::Relu | Formula::Lgamma | Formula::Pow | Formula::Digamma, _) => X,
         }
     }
 }
@@ -105,6 +118,9 @@ macro_rules! with_constant_formula {
             F::Relu => { let $c = F::Relu; $body }
             F::Lgamma => { let $c = F::Lgamma; $body }
             F::Pow => { let $c = F::Pow; $body }
+            F::Digamma => { let $c = F::Digamma; $body }
+            F::Ge => { let $c = F::Ge; $body }
+            F::Gt => { let $c = F::Gt; $body }
         }
     }};
 }
@@ -150,6 +166,9 @@ pub fn value(f: Formula, k: f64, x: f64, y: f64) -> f64 {
         Formula::Relu => relu(x),
         Formula::Lgamma => special::lgamma(x),
         Formula::Pow => math::pow(x, k),
+        Formula::Digamma => special::digamma(x),
+        Formula::Ge => (x >= y) as u8 as f64,
+        Formula::Gt => (x > y) as u8 as f64,
     }
 }
 
@@ -180,5 +199,8 @@ pub fn partial(f: Formula, k: f64, i: usize, x: f64, y: f64, out: f64, g: f64) -
         (Formula::Relu, _) => if x > 0.0 { g } else { 0.0 },
         (Formula::Lgamma, _) => g * special::digamma(x),
         (Formula::Pow, _) => g * k * math::pow(x, k - 1.0),
+        (Formula::Digamma, _) => g * special::trigamma(x),
+        // Piecewise constant: no adjoint, whatever g holds.
+        (Formula::Ge | Formula::Gt, _) => 0.0,
     }
 }

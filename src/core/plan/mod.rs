@@ -14,9 +14,10 @@
 //!   own (kernels/scalar.rs), so results stay bit-identical.
 
 use super::error::Result;
-use super::graph::{eval, mark_needs, post_order, propagate, Graph, Node};
+use super::graph::{eval, mark_needs, post_order, post_order_all, propagate, Graph, Node};
 use super::kernels::scalar::{self, Formula};
 use super::op::Op;
+use super::tangent;
 use super::shape::Shape;
 use crate::fail;
 
@@ -158,6 +159,11 @@ pub struct Plan {
     chains: bool,
     /// Adjoint ranges cleared before each sweep.
     clear: Vec<(usize, usize)>,
+    /// Nodes kept beside the root, whose values a replay also gives.
+    outputs: Vec<u32>,
+    /// In a tangent plan (`tangent_plan`), the forward steps that depend on
+    /// the tangents: all a replay must redo when only they change.
+    varying: Vec<Step>,
     /// For a plan read from JSON, the names its slots are called by.
     pub names: Option<SlotNames>,
 }
@@ -171,20 +177,28 @@ impl Plan {
     }
 
     pub fn build_with(src: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<Plan> {
-        src.node(root)?;
+        Plan::build_outputs(src, &[root], params, inputs, passes)
+    }
+
+    /// `build_with` of a plan that also keeps `roots[1..]`, whose values
+    /// `output` gives after a replay; `roots[0]` is the root swept back from.
+    pub fn build_outputs(src: &Graph, roots: &[u32], params: &[u32], inputs: &[u32], passes: Passes) -> Result<Plan> {
+        for &root in roots {
+            src.node(root)?;
+        }
         for &id in params.iter().chain(inputs) {
             if !src.node(id)?.op.is_leaf() {
                 return fail!("node {id} is not a leaf and cannot be a parameter or input");
             }
         }
-        let (mut g, mut new_id) = compact(src, root, params, inputs, passes)?;
+        let (mut g, mut new_id) = compact(src, roots, params, inputs, passes)?;
         // Folding cuts a constant node off from its parents; drop those too.
-        let live = post_order(&g.nodes, new_id[root as usize]).len();
+        let remap = |new_id: &[u32], ids: &[u32]| -> Vec<u32> { ids.iter().map(|&i| new_id[i as usize]).filter(|&i| i != u32::MAX).collect() };
+        let live = post_order_all(&g.nodes, &remap(&new_id, roots)).len();
         if live < g.nodes.len() {
-            let remap = |ids: &[u32]| -> Vec<u32> { ids.iter().map(|&i| new_id[i as usize]).filter(|&i| i != u32::MAX).collect() };
-            let (p, i) = (remap(params), remap(inputs));
+            let (p, i) = (remap(&new_id, params), remap(&new_id, inputs));
             let again = Passes { fold_constants: false, ..passes };
-            let (g2, second) = compact(&g, new_id[root as usize], &p, &i, again)?;
+            let (g2, second) = compact(&g, &remap(&new_id, roots), &p, &i, again)?;
             for id in new_id.iter_mut().filter(|id| **id != u32::MAX) {
                 *id = second[*id as usize];
             }
@@ -196,7 +210,8 @@ impl Plan {
         };
         let params: Vec<Slot> = params.iter().map(slot).collect();
         let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
-        Ok(Plan::of_compact(g, new_id[root as usize], params, inputs, passes))
+        let roots = remap(&new_id, roots);
+        Ok(Plan::of_compact(g, roots[0], &roots[1..], params, inputs, passes))
     }
 
     /// `build_with`, taking the graph: when compacting it would change
@@ -213,7 +228,7 @@ impl Plan {
         let slot = |&id: &u32| Slot { shape: g.nodes[id as usize].shape, node: Some(id) };
         let params: Vec<Slot> = params.iter().map(slot).collect();
         let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
-        Ok(Plan::of_compact(g, root, params, inputs, passes))
+        Ok(Plan::of_compact(g, root, &[], params, inputs, passes))
     }
 
     /// Whether `adopt` takes `g` as it is.
@@ -257,7 +272,7 @@ impl Plan {
     }
 
     /// A plan of a compacted graph `g`, whose slots are given.
-    fn of_compact(g: Graph, root: u32, params: Vec<Slot>, inputs: Vec<Slot>, passes: Passes) -> Plan {
+    fn of_compact(g: Graph, root: u32, outputs: &[u32], params: Vec<Slot>, inputs: Vec<Slot>, passes: Passes) -> Plan {
         let all: Vec<u32> = (0..g.nodes.len() as u32).collect();
         let mut needs = if passes.skip_constant_adjoints {
             let mut needs = Vec::new();
@@ -267,6 +282,14 @@ impl Plan {
             vec![true; g.nodes.len()]
         };
         needs[root as usize] = true;
+        if !outputs.is_empty() {
+            // Only what reaches the root is swept back.
+            let mut reaches = vec![false; g.nodes.len()];
+            for id in post_order(&g.nodes, root) {
+                reaches[id as usize] = true;
+            }
+            needs.iter_mut().zip(&reaches).for_each(|(n, &r)| *n &= r);
+        }
         let pure: Vec<u32> = all.iter().copied().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
         let mut forward: Vec<Step> = pure.iter().map(|&i| Step::of(&g.nodes, i, &needs)).collect();
         carry_chains(&mut forward);
@@ -274,7 +297,65 @@ impl Plan {
         let clear = arena_ranges(&g.nodes, |i| needs[i]);
         let adj = vec![0.0; g.values.len()];
         let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
-        Plan { graph: g, adj, root, params, inputs, forward, backward, needs, chains, clear, names: None }
+        let outputs = outputs.to_vec();
+        Plan { graph: g, adj, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), names: None }
+    }
+
+    /// The plan of this one's tangent (forward mode, `core::tangent`): its
+    /// root is the root's tangent and its one output the root. It takes the
+    /// parameters, then one tangent per parameter (shaped alike), then the
+    /// inputs. With a scalar root, its gradient is H·v for the parameters
+    /// and ∇f for the tangents: a Hessian-vector product.
+    pub fn tangent_plan(&self) -> Result<Plan> {
+        let mut g = self.graph.clone();
+        let leaf = |s: &Slot, op: Op, g: &mut Graph| match s.node {
+            Some(id) => Ok(id),
+            None => g.leaf(op, s.shape, &[]),
+        };
+        let mut params = Vec::with_capacity(2 * self.params.len());
+        for s in &self.params {
+            params.push(leaf(s, Op::Leaf, &mut g)?);
+        }
+        let mut seeds = Vec::new();
+        for (s, &x) in self.params.iter().zip(&params.clone()) {
+            let v = g.leaf(Op::Leaf, s.shape, &[])?;
+            params.push(v);
+            if s.node.is_some() {
+                seeds.push((x, v));
+            }
+        }
+        let mut inputs = Vec::with_capacity(self.inputs.len());
+        for s in &self.inputs {
+            inputs.push(leaf(s, Op::Input, &mut g)?);
+        }
+        let t = match tangent::jvp(&mut g, self.root, &seeds, false)? {
+            Some(t) => t,
+            None => g.leaf(Op::Const, self.root_shape(), &[])?,
+        };
+        let mut plan = Plan::build_outputs(&g, &[t, self.root], &params, &inputs, Passes::default())?;
+        let nodes = &plan.graph.nodes;
+        let tangents: Vec<u32> = plan.params[self.params.len()..].iter().filter_map(|s| s.node).collect();
+        let mut moves = vec![false; nodes.len()];
+        for &v in &tangents {
+            moves[v as usize] = true;
+        }
+        let all: Vec<u32> = (0..nodes.len() as u32).collect();
+        mark_needs(nodes, &all, |_| false, &mut moves);
+        for &v in &tangents {
+            moves[v as usize] = true;
+        }
+        let mut varying_ids = Vec::new();
+        for &id in &all {
+            let node = &nodes[id as usize];
+            if node.op.is_pure() && node.parents.iter().any(|&p| moves[p as usize]) {
+                moves[id as usize] = true;
+                varying_ids.push(id);
+            }
+        }
+        let mut varying: Vec<Step> = varying_ids.iter().map(|&i| Step::of(nodes, i, &plan.needs)).collect();
+        carry_chains(&mut varying);
+        plan.varying = varying;
+        Ok(plan)
     }
 
     pub fn params(&self) -> &[Slot] {
@@ -340,9 +421,46 @@ impl Plan {
     /// arena it was just stored to (a wait of several cycles on every op).
     /// Without, no step pays for the test.
     fn forward_with<const CARRY: bool>(&mut self) -> Result<&[f64]> {
-        let g = &mut self.graph;
+        run_steps::<CARRY>(&mut self.graph, &self.forward)?;
+        let g = &self.graph;
+        Ok(&g.values[g.nodes[self.root as usize].range()])
+    }
+
+    /// In a tangent plan replayed once already at these parameters and
+    /// inputs, replay only what depends on the tangents (fed anew); the
+    /// root's value (the tangent) after.
+    pub fn forward_tangent(&mut self) -> Result<&[f64]> {
+        run_steps::<true>(&mut self.graph, &self.varying)?;
+        let g = &self.graph;
+        Ok(&g.values[g.nodes[self.root as usize].range()])
+    }
+
+    /// Output `i`'s value after a replay (`build_outputs`).
+    pub fn output(&self, i: usize) -> Result<&[f64]> {
+        match self.outputs.get(i) {
+            Some(&id) => Ok(&self.graph.values[self.graph.nodes[id as usize].range()]),
+            None => fail!("plan has no output {i}"),
+        }
+    }
+
+    /// Sweep adjoints back from the root seeded with `seed` (its size).
+    pub fn backward_seeded(&mut self, seed: &[f64]) -> Result<()> {
+        let r = self.graph.nodes[self.root as usize].range();
+        if seed.len() != r.len() {
+            return fail!("seed has {} elements but the root holds {}", seed.len(), r.len());
+        }
+        self.backward();
+        self.adj[r].copy_from_slice(seed);
+        self.sweep();
+        Ok(())
+    }
+}
+
+/// Evaluate `steps` in order; with `CARRY`, as `Plan::forward_with` says.
+fn run_steps<const CARRY: bool>(g: &mut Graph, steps: &[Step]) -> Result<()> {
+    {
         let mut last = 0.0;
-        for step in &self.forward {
+        for step in steps {
             match *step {
                 Step::Scalar(s) => {
                     let x = if CARRY && s.carried & 1 != 0 { last } else { g.values[s.a as usize] };
@@ -353,16 +471,24 @@ impl Plan {
                 Step::Node(id) => eval(&g.nodes, id as usize, &mut g.values, &mut g.aux)?,
             }
         }
-        Ok(&g.values[g.nodes[self.root as usize].range()])
+        Ok(())
     }
+}
+
+impl Plan {
 
     /// Sweep adjoints back from a scalar root seeded with 1.
     pub fn backward(&mut self) {
         for &(a, b) in &self.clear {
             self.adj[a..b].fill(0.0);
         }
+        self.adj[self.graph.nodes[self.root as usize].val] = 1.0;
+        self.sweep();
+    }
+
+    /// The sweep itself, from the adjoints as they are.
+    fn sweep(&mut self) {
         let g = &mut self.graph;
-        self.adj[g.nodes[self.root as usize].val] = 1.0;
         let adj = &mut self.adj;
         for step in &self.backward {
             match *step {
@@ -425,7 +551,7 @@ impl Plan {
 /// folding constant-only op nodes and merging identical ones as `passes`
 /// say. Returns the new graph and the new id of every old node (`u32::MAX`
 /// where dropped).
-fn compact(src: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<(Graph, Vec<u32>)> {
+fn compact(src: &Graph, roots: &[u32], params: &[u32], inputs: &[u32], passes: Passes) -> Result<(Graph, Vec<u32>)> {
     let mut new_id = vec![u32::MAX; src.nodes.len()];
     // Each leaf's role in constant time: a plan may have 100 000s of parameters.
     let mut role = vec![Op::Const; src.nodes.len()];
@@ -436,7 +562,7 @@ fn compact(src: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passe
         role[id as usize] = Op::Leaf;
     }
     let mut g = if passes.merge_identical { Graph::default() } else { Graph::without_merging() };
-    for old in post_order(&src.nodes, root) {
+    for old in post_order_all(&src.nodes, roots) {
         let node = &src.nodes[old as usize];
         let id = match node.op {
             Op::External => {

@@ -1,0 +1,425 @@
+// Forward mode and second order: jvp, hvp and hessian, eager and on a
+// compiled plan, and the compiled jacobian. The tangent of an objective is
+// recorded by the core as ops (src/core/tangent.rs); a Hessian-vector
+// product is the gradient of the scalar tangent ∇f·v, swept back like any
+// objective. Eager, compiled and rebuilt results agree bit for bit: the
+// three record the same ops in the same order.
+
+import { N } from './binding.js';
+import { hold, touch } from './budget.js';
+import { record, scalarRootError } from './drivers.js';
+import { MAX_VALUES, fmtShape, formOf, isMapForm, readOnce, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
+import { CONST, LEAF, Var, asTensor, current, evaluationTape, leafVar, nodeAdjoint, retire, setCurrent, sweep, variable } from './tape.js';
+
+const ids = (vars) => Uint32Array.from(vars, (v) => v._id);
+
+/** A failure of the core, prefixed with the function the user called. */
+function prefixed(where, e) {
+  return e.message.startsWith(`${where}:`) ? e : new Error(`${where}: ${e.message}`);
+}
+
+/**
+ * The tangent `v`, one tensor per parameter in slot order, each shaped like
+ * its parameter. `keys` is null for a single parameter.
+ */
+function readTangent(v, keys, shapes, where) {
+  v = readOnce(v);
+  const check = (t, i, name, of) => {
+    const s = shapes[i];
+    if (t.shape.length !== s.length || t.shape[0] !== s[0] || t.shape[1] !== s[1]) {
+      throw new Error(`${where}: ${name} is shaped ${fmtShape(t.shape)}, unlike ${of} (${fmtShape(s)})`);
+    }
+    return t;
+  };
+  if (keys === null) return [check(asTensor(v, 'tangent'), 0, 'the tangent', 'the parameter')];
+  if (!isMapForm(v)) throw new Error(`${where}: the tangent must be a {name: value} map with the parameters' keys`);
+  for (const k of Object.keys(v)) {
+    if (!keys.includes(k)) throw new Error(`${where}: the tangent has key "${k}", which is not a parameter`);
+  }
+  return keys.map((k, i) => {
+    if (!Object.prototype.hasOwnProperty.call(v, k)) throw new Error(`${where}: the tangent has no key "${k}"; it needs one per parameter`);
+    return check(asTensor(v[k], `tangent "${k}"`), i, `tangent "${k}"`, `parameter "${k}"`);
+  });
+}
+
+/** Refuse a Hessian past the cap on values before anything is allocated for it. */
+function checkHessianSize(q, where) {
+  if (q * q > MAX_VALUES) {
+    throw new Error(`${where}: ${q} parameters make a ${q}×${q} Hessian of ${q * q} entries, more than the ${MAX_VALUES} a value may hold`);
+  }
+}
+
+/** Values in `flat` from `off`, laid out as the parameters `slots` (keys, values, shapes), back in their forms. */
+function inForms(slots, shapes, flat, off) {
+  const { keys, values } = slots;
+  if (keys === null) return shapeGradient(formOf(values[0]), shapes[0], flat, off);
+  const out = {};
+  for (let i = 0, at = off; i < keys.length; i++) {
+    setOwn(out, keys[i], shapeGradient(formOf(values[i]), shapes[i], flat, at));
+    at += sizeOf(shapes[i]);
+  }
+  return out;
+}
+
+/** A q×q Hessian from rows H·eⱼ (at `off` in `flat`), symmetrized: rounding leaves them a hair apart. */
+function symmetric(flat, off, q) {
+  const rows = new Array(q);
+  for (let i = 0; i < q; i++) {
+    const row = new Array(q);
+    for (let k = 0; k < q; k++) row[k] = 0.5 * (flat[off + i * q + k] + flat[off + k * q + i]);
+    rows[i] = row;
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------- eager
+
+/** Record f and the tangent leaves on a fresh tape: { r, V, tangentId }. */
+function recordTangent(f, x, v, inputs, where, kind, unit = null) {
+  const r = record(f, x, inputs, where, CONST);
+  try {
+    const shapes = r.P.vars.map((p) => p.shape);
+    const slots = { keys: r.params.map ? r.params.keys : null, values: r.params.values };
+    const tangents = unit === null ? readTangent(v, slots.keys, shapes, where) : unitTangents(shapes, unit);
+    const V = tangents.map((t) => leafVar(r.t, kind, t));
+    let tangentId;
+    try {
+      tangentId = N.tapeJvp(r.t.h, r.root._id, ids(r.P.vars), ids(V));
+    } catch (e) {
+      throw prefixed(where, e);
+    }
+    return { r, V, tangentId, shapes, slots };
+  } catch (e) {
+    retire(r.t);
+    throw e;
+  }
+}
+
+/** The j-th unit direction over parameters of these shapes, one tensor each. */
+function unitTangents(shapes, j) {
+  let at = 0;
+  return shapes.map((shape) => {
+    const data = new Float64Array(sizeOf(shape));
+    if (j >= at && j < at + data.length) data[j - at] = 1;
+    at += data.length;
+    return { data, shape };
+  });
+}
+
+function tapeValue(t, id, shape) {
+  const data = new Float64Array(sizeOf(shape));
+  N.tapeValue(t.h, id, data);
+  return { data, shape };
+}
+
+export function jvp(f) {
+  if (typeof f !== 'function') throw new Error('jvp: expected a function');
+  return (x, v, inputs) => {
+    const { r, tangentId } = recordTangent(f, x, v, inputs, 'jvp', CONST);
+    try {
+      const shape = r.root.shape;
+      return { value: toNested(r.root.value), tangent: toNested(tapeValue(r.t, tangentId, shape)) };
+    } finally {
+      retire(r.t);
+    }
+  };
+}
+
+export function hvp(f) {
+  if (typeof f !== 'function') throw new Error('hvp: expected a function');
+  return (x, v, inputs) => {
+    const { r, V, tangentId, shapes, slots } = recordTangent(f, x, v, inputs, 'hvp', LEAF);
+    try {
+      if (!r.root.isScalar) throw scalarRootError('hvp', r.root.shape);
+      const value = r.root.data[0];
+      const q = shapes.reduce((n, s) => n + sizeOf(s), 0);
+      const flat = new Float64Array(2 * q);
+      N.tapeFinish(r.t.h, tangentId, false, ids([...r.P.vars, ...V]), flat);
+      r.t.emptied = true;
+      return { value, gradient: inForms(slots, shapes, flat, q), hvp: inForms(slots, shapes, flat, 0) };
+    } finally {
+      retire(r.t);
+    }
+  };
+}
+
+export function hessian(f) {
+  if (typeof f !== 'function') throw new Error('hessian: expected a function');
+  return (x, inputs) => {
+    const first = recordTangent(f, x, null, inputs, 'hessian', LEAF, 0);
+    const { r, shapes, slots } = first;
+    const t = r.t;
+    try {
+      if (!r.root.isScalar) throw scalarRootError('hessian', r.root.shape);
+      const q = shapes.reduce((n, s) => n + sizeOf(s), 0);
+      checkHessianSize(q, 'hessian');
+      const out = new Float64Array(1 + q + q * q);
+      out[0] = r.root.data[0];
+      const P = r.P.vars;
+      const copyAdjoints = (vars, at) => {
+        for (const p of vars) {
+          const a = nodeAdjoint(t, p._id, p.shape);
+          if (a !== null) out.set(a, at);
+          at += sizeOf(p.shape);
+        }
+      };
+      for (let j = 0; j < q; j++) {
+        let V = first.V;
+        let id = first.tangentId;
+        if (j > 0) {
+          V = unitTangents(shapes, j).map((u) => leafVar(t, LEAF, u));
+          id = N.tapeJvp(t.h, r.root._id, ids(P), ids(V));
+        }
+        sweep(t, id, null);
+        if (j === 0) copyAdjoints(V, 1);
+        copyAdjoints(P, 1 + q + j * q);
+      }
+      return { value: out[0], gradient: inForms(slots, shapes, out, 1), hessian: symmetric(out, 1 + q, q) };
+    } finally {
+      retire(t);
+    }
+  };
+}
+
+/**
+ * SPEC §6's jacobian: by forward mode when the input has fewer entries than
+ * the output (one tangent per input entry), else by reverse (one sweep per
+ * output entry), which hand-built nodes also take part in.
+ */
+export function jacobian(f) {
+  if (typeof f !== 'function') throw new Error('jacobian: expected a function');
+  return (x) => {
+    const t = evaluationTape(false);
+    const prev = current;
+    setCurrent(t);
+    try {
+      const leaf = variable(x);
+      const y = f(leaf);
+      setCurrent(prev);
+      if (!(y instanceof Var)) throw new Error("jacobian: the function must return a Var built from this package's ops");
+      const shape = y.shape;
+      if (shape.length > 1) throw new Error(`jacobian: the function must return a scalar or a vector, got ${fmtShape(shape)}`);
+      const m = shape.length === 0 ? 1 : shape[0];
+      const n = leaf.data.length;
+      if (y._tape !== t) return Array.from({ length: m }, () => new Array(n).fill(0));
+      if (n < m && t.externals === null) {
+        try {
+          return forwardColumns(t, y, leaf, m);
+        } catch (e) {
+          throw prefixed('jacobian', e);
+        }
+      }
+      const rows = [];
+      for (let i = 0; i < m; i++) {
+        const seed = new Float64Array(m);
+        seed[i] = 1;
+        sweep(t, y._id, seed);
+        const row = nodeAdjoint(t, leaf._id, leaf.shape);
+        rows.push(row ? Array.from(row) : new Array(n).fill(0));
+      }
+      return rows;
+    } finally {
+      setCurrent(prev);
+      retire(t);
+    }
+  };
+}
+
+/** The columns of an eager Jacobian by forward mode: one tangent per input entry. */
+function forwardColumns(t, y, leaf, m) {
+  const n = leaf.data.length;
+  const rows = Array.from({ length: m }, () => new Array(n));
+  for (let j = 0; j < n; j++) {
+    const [u] = unitTangents([leaf.shape], j);
+    const id = N.tapeJvp(t.h, y._id, ids([leaf]), ids([leafVar(t, CONST, u)]));
+    const column = tapeValue(t, id, y.shape).data;
+    for (let i = 0; i < m; i++) rows[i][j] = column[i];
+  }
+  return rows;
+}
+
+/**
+ * The Jacobian of an objective no plan holds (a hand-built node), in
+ * valueAndGrad's argument forms: one reverse sweep per output entry, which
+ * hand-built closures take part in.
+ */
+export function eagerJacobian(f) {
+  return (x, inputs) => {
+    const r = record(f, x, inputs, 'jacobian', CONST);
+    try {
+      const y = r.root;
+      const m = sizeOf(y.shape);
+      const P = r.P.vars;
+      const q = P.reduce((n, p) => n + sizeOf(p.shape), 0);
+      const rows = [];
+      for (let i = 0; i < m; i++) {
+        const seed = new Float64Array(m);
+        seed[i] = 1;
+        sweep(r.t, y._id, seed);
+        const row = new Float64Array(q);
+        let at = 0;
+        for (const p of P) {
+          const a = nodeAdjoint(r.t, p._id, p.shape);
+          if (a !== null) row.set(a, at);
+          at += sizeOf(p.shape);
+        }
+        rows.push(Array.from(row));
+      }
+      return rows;
+    } finally {
+      retire(r.t);
+    }
+  };
+}
+
+// ---------------------------------------------------------------- compiled
+
+/**
+ * A plan's tangent plan (Plan::tangent_plan): parameters, their tangents,
+ * inputs. Native memory under the budget like the plan itself, rebuilt
+ * from it after a release.
+ */
+class TangentPlan {
+  constructor(base) {
+    this.base = base;
+    this.plan = N.planTangent(base.native());
+    hold(this);
+    const n = base.shapes.length;
+    const width = base.width();
+    this.width = width;
+    this.size = 2 * width + (base.flat.length - width);
+    this.layout = new Int32Array(2 * n + base.inputShapes.length);
+    for (let i = 0; i < n; i++) {
+      this.layout[i] = base.offsets[i];
+      this.layout[n + i] = width + base.offsets[i];
+    }
+    for (let j = 0; j < base.inputShapes.length; j++) this.layout[2 * n + j] = width + base.offsets[n + j];
+    this.gradLayout = this.layout.slice(0, 2 * n);
+  }
+
+  native() {
+    if (this.plan === null) {
+      this.plan = N.planTangent(this.base.native());
+      hold(this);
+    } else {
+      touch(this);
+    }
+    return this.plan;
+  }
+
+  released() {}
+
+  /** [x, v, inputs], in the slots' order. */
+  feed(x, v, inputs, where) {
+    const base = this.base;
+    const w = this.width;
+    const ins = base.packInputs(inputs);
+    const flat = new Float64Array(this.size);
+    base.packPoint(x, flat, 0);
+    const tangents = readTangent(v, base.map ? base.keys : null, base.shapes, where);
+    for (let i = 0; i < tangents.length; i++) flat.set(tangents[i].data, w + base.offsets[i]);
+    flat.set(ins, 2 * w);
+    return flat;
+  }
+}
+
+/** [x, inputs] as one flat array, in the plan's slot order (Jacobians and Hessians). */
+function packArgs(base, x, inputs) {
+  const w = base.width();
+  const ins = base.packInputs(inputs);
+  const flat = new Float64Array(w + ins.length);
+  base.packPoint(x, flat, 0);
+  flat.set(ins, w);
+  return flat;
+}
+
+function tangentOf(replay) {
+  if (replay.tangent === undefined) replay.tangent = new TangentPlan(replay);
+  return replay.tangent;
+}
+
+/** `inForms` of a plan's parameters, in the caller's key order, which may differ from the traced one. */
+function outForms(base, x, flat, off) {
+  const slots = base.map ? { keys: base.keys, values: base.keys.map((k) => x[k]) } : { keys: null, values: [x] };
+  const traced = inForms(slots, base.shapes, flat, off);
+  if (!base.map) return traced;
+  const out = {};
+  for (const k of Object.keys(x)) setOwn(out, k, traced[k]);
+  return out;
+}
+
+/**
+ * Give the compiled (or rebuilt) function `c` its `.jvp`, `.hvp`,
+ * `.hessian` and `.jacobian`. `resolve(x, inputs, where)` checks the
+ * arguments against a plan and returns its Replay, or null to evaluate
+ * eagerly with `eager` (an objective no plan holds).
+ */
+export function attachDerivatives(c, resolve, eager) {
+  c.jvp = (x, v, inputs) => {
+    x = readOnce(x);
+    inputs = readOnce(inputs);
+    const base = resolve(x, inputs, 'jvp');
+    if (base === null) return eager.jvp(x, v, inputs);
+    const tp = tangentOf(base);
+    const flat = tp.feed(x, v, inputs, 'jvp');
+    const shape = base.rootShape;
+    const tangent = new Float64Array(sizeOf(shape));
+    const value = new Float64Array(sizeOf(shape));
+    const h = tp.native();
+    N.planForward(h, [flat, tp.layout], [tangent]);
+    N.planOutput(h, 0, value);
+    return { value: toNested({ data: value, shape }), tangent: toNested({ data: tangent, shape }) };
+  };
+  c.hvp = (x, v, inputs) => {
+    x = readOnce(x);
+    inputs = readOnce(inputs);
+    const base = resolve(x, inputs, 'hvp');
+    if (base === null) return eager.hvp(x, v, inputs);
+    if (base.rootShape.length !== 0) throw scalarRootError('hvp', base.rootShape);
+    const tp = tangentOf(base);
+    const flat = tp.feed(x, v, inputs, 'hvp');
+    const grads = new Float64Array(2 * tp.width);
+    const h = tp.native();
+    N.planRun(h, [flat, tp.layout], [grads, tp.gradLayout]);
+    const value = new Float64Array(1);
+    N.planOutput(h, 0, value);
+    return { value: value[0], gradient: outForms(base, x, grads, tp.width), hvp: outForms(base, x, grads, 0) };
+  };
+  c.hessian = (x, inputs) => {
+    x = readOnce(x);
+    inputs = readOnce(inputs);
+    const base = resolve(x, inputs, 'hessian');
+    if (base === null) return eager.hessian(x, inputs);
+    if (base.rootShape.length !== 0) throw scalarRootError('hessian', base.rootShape);
+    const q = base.width();
+    checkHessianSize(q, 'hessian');
+    const tp = tangentOf(base);
+    const out = new Float64Array(1 + q + q * q);
+    N.planHessian(tp.native(), packArgs(base, x, inputs), out);
+    return { value: out[0], gradient: outForms(base, x, out, 1), hessian: symmetric(out, 1 + q, q) };
+  };
+  c.jacobian = (x, inputs) => {
+    x = readOnce(x);
+    inputs = readOnce(inputs);
+    const base = resolve(x, inputs, 'jacobian');
+    if (base === null) return eager.jacobian(x, inputs);
+    const m = sizeOf(base.rootShape);
+    const q = base.width();
+    if (m * q > MAX_VALUES) {
+      throw new Error(`jacobian: a ${m}×${q} Jacobian holds ${m * q} entries, more than the ${MAX_VALUES} a value may hold`);
+    }
+    const out = new Float64Array(m * q);
+    // Forward mode where it takes fewer passes: one per parameter value against one per output.
+    const tp = q < m ? tangentOf(base) : null;
+    const flat = packArgs(base, x, inputs);
+    try {
+      if (tp !== null) N.planJacobian(tp.native(), true, flat, out);
+      else N.planJacobian(base.native(), false, flat, out);
+    } catch (e) {
+      throw prefixed('jacobian', e);
+    }
+    const rows = new Array(m);
+    for (let i = 0; i < m; i++) rows[i] = Array.from(out.subarray(i * q, (i + 1) * q));
+    return rows;
+  };
+}

@@ -1,0 +1,299 @@
+//! Every op's tangent rule against central differences of its value, and
+//! its Hessian-vector product (reverse over the tangent, in a plan) against
+//! central differences of its gradient; the tape's tangent and the plan's
+//! agree bit for bit.
+
+use tangent_grad::core::graph::Graph;
+use tangent_grad::core::op::{Exponent, Op};
+use tangent_grad::core::plan::Plan;
+use tangent_grad::core::shape::Shape;
+use tangent_grad::core::tangent::jvp;
+
+type Build = fn(&mut Graph, &[u32]) -> u32;
+
+struct Case {
+    name: &'static str,
+    shapes: Vec<Shape>,
+    values: Vec<Vec<f64>>,
+    build: Build,
+}
+
+fn op(g: &mut Graph, op: Op, p: &[u32]) -> u32 {
+    g.op(op, p, true).unwrap()
+}
+
+fn constant(g: &mut Graph, shape: Shape, data: &[f64]) -> u32 {
+    g.leaf(Op::Const, shape, data).unwrap()
+}
+
+/// A positive definite matrix from a parameter matrix: A Aᵀ + n I.
+fn spd(g: &mut Graph, a: u32) -> u32 {
+    let n = g.nodes[a as usize].shape.rows_cols().0;
+    let at = op(g, Op::Transpose, &[a]);
+    let aat = op(g, Op::Matmul, &[a, at]);
+    let d = constant(g, Shape::Scalar, &[n as f64]);
+    op(g, Op::AddDiag, &[aat, d])
+}
+
+/// Deterministic values in about [-1, 1].
+fn wave(n: usize, seed: f64) -> Vec<f64> {
+    (0..n).map(|i| (seed + 1.7 * i as f64).sin()).collect()
+}
+
+fn v(n: usize) -> Shape {
+    Shape::Vector(n)
+}
+fn m(r: usize, c: usize) -> Shape {
+    Shape::Matrix(r, c)
+}
+
+fn case(name: &'static str, shapes: &[Shape], build: Build) -> Case {
+    let values = shapes.iter().enumerate().map(|(k, s)| wave(s.size(), 0.3 + k as f64)).collect();
+    Case { name, shapes: shapes.to_vec(), values, build }
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        case("add", &[v(3), v(3)], |g, p| op(g, Op::Add, &[p[0], p[1]])),
+        case("add scalar left", &[Shape::Scalar, m(2, 3)], |g, p| op(g, Op::Add, &[p[0], p[1]])),
+        case("sub row right", &[m(2, 3), v(3)], |g, p| op(g, Op::Sub, &[p[0], p[1]])),
+        case("mul row left", &[v(3), m(2, 3)], |g, p| op(g, Op::Mul, &[p[0], p[1]])),
+        case("div", &[v(3), v(3)], |g, p| {
+            let e = op(g, Op::Exp, &[p[1]]);
+            op(g, Op::Div, &[p[0], e])
+        }),
+        case("div scalar right", &[m(2, 2), Shape::Scalar], |g, p| {
+            let e = op(g, Op::Exp, &[p[1]]);
+            op(g, Op::Div, &[p[0], e])
+        }),
+        case("maximum", &[v(4), v(4)], |g, p| op(g, Op::Maximum, &[p[0], p[1]])),
+        case("minimum", &[v(4), Shape::Scalar], |g, p| op(g, Op::Minimum, &[p[0], p[1]])),
+        case("neg", &[v(3)], |g, p| op(g, Op::Neg, &[p[0]])),
+        case("exp", &[v(3)], |g, p| op(g, Op::Exp, &[p[0]])),
+        case("log", &[v(3)], |g, p| {
+            let e = op(g, Op::Exp, &[p[0]]);
+            op(g, Op::Log, &[e])
+        }),
+        case("sqrt", &[v(3)], |g, p| {
+            let e = op(g, Op::Exp, &[p[0]]);
+            op(g, Op::Sqrt, &[e])
+        }),
+        case("square", &[v(3)], |g, p| op(g, Op::Square, &[p[0]])),
+        case("tanh", &[v(3)], |g, p| op(g, Op::Tanh, &[p[0]])),
+        case("sigmoid", &[v(3)], |g, p| op(g, Op::Sigmoid, &[p[0]])),
+        case("relu", &[v(4)], |g, p| {
+            let s = op(g, Op::Square, &[p[0]]);
+            let r = op(g, Op::Relu, &[p[0]]);
+            op(g, Op::Mul, &[s, r])
+        }),
+        case("lgamma", &[v(3)], |g, p| {
+            let e = op(g, Op::Exp, &[p[0]]);
+            op(g, Op::Lgamma, &[e])
+        }),
+        case("pow", &[v(3)], |g, p| {
+            let e = op(g, Op::Exp, &[p[0]]);
+            op(g, Op::Pow(Exponent::new(2.5)), &[e])
+        }),
+        case("sum", &[m(2, 3)], |g, p| {
+            let s = op(g, Op::Square, &[p[0]]);
+            op(g, Op::Sum, &[s])
+        }),
+        case("mean", &[v(3)], |g, p| {
+            let s = op(g, Op::Exp, &[p[0]]);
+            op(g, Op::Mean, &[s])
+        }),
+        case("matmul", &[m(2, 3), m(3, 2)], |g, p| op(g, Op::Matmul, &[p[0], p[1]])),
+        case("matmul vector", &[m(2, 3), v(3)], |g, p| op(g, Op::Matmul, &[p[0], p[1]])),
+        case("dot", &[v(3), v(3)], |g, p| op(g, Op::Dot, &[p[0], p[1]])),
+        case("transpose", &[m(2, 3)], |g, p| op(g, Op::Transpose, &[p[0]])),
+        case("diagPart", &[m(3, 3)], |g, p| op(g, Op::DiagPart, &[p[0]])),
+        case("addDiag", &[m(2, 2), v(2)], |g, p| op(g, Op::AddDiag, &[p[0], p[1]])),
+        case("addDiag diagonal only", &[v(2)], |g, p| {
+            let c = constant(g, m(2, 2), &[1.0, 2.0, 3.0, 4.0]);
+            op(g, Op::AddDiag, &[c, p[0]])
+        }),
+        case("reshape", &[v(6)], |g, p| op(g, Op::Reshape(m(2, 3)), &[p[0]])),
+        case("slice", &[m(3, 3)], |g, p| op(g, Op::Slice { start: [1, 0], size: [2, 2] }, &[p[0]])),
+        case("concat", &[v(2), Shape::Scalar], |g, p| {
+            let c = constant(g, v(2), &[5.0, 6.0]);
+            op(g, Op::Concat { axis: 0 }, &[p[0], c, p[1]])
+        }),
+        case("concat matrices", &[m(2, 2), m(2, 1)], |g, p| op(g, Op::Concat { axis: 1 }, &[p[0], p[1]])),
+        case("cholesky", &[m(3, 3)], |g, p| {
+            let k = spd(g, p[0]);
+            op(g, Op::Cholesky, &[k])
+        }),
+        case("triangularSolve lower", &[m(3, 3), m(3, 2)], |g, p| {
+            let k = spd(g, p[0]);
+            op(g, Op::TriangularSolve { lower: true }, &[k, p[1]])
+        }),
+        case("triangularSolve upper", &[m(3, 3), v(3)], |g, p| {
+            let k = spd(g, p[0]);
+            op(g, Op::TriangularSolve { lower: false }, &[k, p[1]])
+        }),
+        case("solveGeneral", &[m(3, 3), v(3)], |g, p| {
+            let c = constant(g, Shape::Scalar, &[3.0]);
+            let a = op(g, Op::AddDiag, &[p[0], c]);
+            op(g, Op::SolveGeneral, &[a, p[1]])
+        }),
+    ]
+}
+
+fn record(c: &Case, values: &[Vec<f64>]) -> (Graph, Vec<u32>, u32) {
+    let mut g = Graph::default();
+    let leaves: Vec<u32> = c.shapes.iter().zip(values).map(|(&s, x)| g.leaf(Op::Leaf, s, x).unwrap()).collect();
+    let root = (c.build)(&mut g, &leaves);
+    (g, leaves, root)
+}
+
+fn along(values: &[Vec<f64>], dirs: &[Vec<f64>], h: f64) -> Vec<Vec<f64>> {
+    values.iter().zip(dirs).map(|(x, d)| x.iter().zip(d).map(|(a, b)| a + h * b).collect()).collect()
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
+}
+
+/// The scalar objective of a case for its Hessian: Σ y² + Σ y.
+fn scalar(g: &mut Graph, y: u32) -> u32 {
+    let s = op(g, Op::Square, &[y]);
+    let both = op(g, Op::Add, &[s, y]);
+    op(g, Op::Sum, &[both])
+}
+
+#[test]
+fn every_tangent_rule_matches_central_differences() {
+    for c in cases() {
+        let dirs: Vec<Vec<f64>> = c.shapes.iter().enumerate().map(|(k, s)| wave(s.size(), 2.1 + k as f64)).collect();
+        // On the tape, evaluated as recorded.
+        let (mut g, leaves, root) = record(&c, &c.values);
+        let tangents: Vec<u32> = c.shapes.iter().zip(&dirs).map(|(&s, d)| g.leaf(Op::Const, s, d).unwrap()).collect();
+        let seeds: Vec<(u32, u32)> = leaves.iter().copied().zip(tangents.iter().copied()).collect();
+        let t = jvp(&mut g, root, &seeds, true).unwrap().expect("every case depends on its parameters");
+        let got = g.value(t).unwrap().to_vec();
+        let h = 1e-6;
+        let (gp, _, rp) = record(&c, &along(&c.values, &dirs, h));
+        let (gm, _, rm) = record(&c, &along(&c.values, &dirs, -h));
+        let (yp, ym) = (gp.value(rp).unwrap(), gm.value(rm).unwrap());
+        for i in 0..got.len() {
+            let fd = (yp[i] - ym[i]) / (2.0 * h);
+            assert!(close(got[i], fd, 1e-7), "{}: tangent[{i}] = {} against {fd}", c.name, got[i]);
+        }
+    }
+}
+
+/// The plan of a case's scalar objective, fed at `values`, and its tangent plan.
+fn plans(c: &Case) -> (Plan, Plan) {
+    let (mut g, leaves, root) = record(c, &c.values);
+    let s = scalar(&mut g, root);
+    let plan = Plan::build(&g, s, &leaves, &[]).unwrap();
+    let tangent = plan.tangent_plan().unwrap();
+    (plan, tangent)
+}
+
+fn gradient_at(plan: &mut Plan, c: &Case, values: &[Vec<f64>]) -> Vec<f64> {
+    for (i, x) in values.iter().enumerate() {
+        plan.set(i, x).unwrap();
+    }
+    plan.forward().unwrap();
+    plan.backward();
+    let mut out = Vec::new();
+    for (i, s) in c.shapes.iter().enumerate() {
+        let mut gi = vec![0.0; s.size()];
+        plan.gradient(i, &mut gi).unwrap();
+        out.extend(gi);
+    }
+    out
+}
+
+#[test]
+fn every_hessian_vector_product_matches_differences_of_the_gradient() {
+    for c in cases() {
+        let dirs: Vec<Vec<f64>> = c.shapes.iter().enumerate().map(|(k, s)| wave(s.size(), 4.2 + k as f64)).collect();
+        let (mut plan, mut tp) = plans(&c);
+        let n = c.shapes.len();
+        for (i, x) in c.values.iter().enumerate() {
+            tp.set(i, x).unwrap();
+            tp.set(n + i, &dirs[i]).unwrap();
+        }
+        tp.forward().unwrap();
+        tp.backward();
+        let (mut hv, mut grad) = (Vec::new(), Vec::new());
+        for (i, s) in c.shapes.iter().enumerate() {
+            let (mut a, mut b) = (vec![0.0; s.size()], vec![0.0; s.size()]);
+            tp.gradient(i, &mut a).unwrap();
+            tp.gradient(n + i, &mut b).unwrap();
+            hv.extend(a);
+            grad.extend(b);
+        }
+        let exact = gradient_at(&mut plan, &c, &c.values);
+        let h = 1e-5;
+        let gp = gradient_at(&mut plan, &c, &along(&c.values, &dirs, h));
+        let gm = gradient_at(&mut plan, &c, &along(&c.values, &dirs, -h));
+        for i in 0..hv.len() {
+            let fd = (gp[i] - gm[i]) / (2.0 * h);
+            assert!(close(hv[i], fd, 1e-6), "{}: (Hv)[{i}] = {} against {fd}", c.name, hv[i]);
+            assert!(close(grad[i], exact[i], 1e-12), "{}: the tangents' adjoint {} is not the gradient {}", c.name, grad[i], exact[i]);
+        }
+    }
+}
+
+#[test]
+fn the_tape_and_the_tangent_plan_agree_bit_for_bit() {
+    for c in cases() {
+        let dirs: Vec<Vec<f64>> = c.shapes.iter().enumerate().map(|(k, s)| wave(s.size(), 7.7 + k as f64)).collect();
+        let (mut g, leaves, root) = record(&c, &c.values);
+        let s = scalar(&mut g, root);
+        let tangents: Vec<u32> = c.shapes.iter().zip(&dirs).map(|(&sh, d)| g.leaf(Op::Const, sh, d).unwrap()).collect();
+        let seeds: Vec<(u32, u32)> = leaves.iter().copied().zip(tangents.iter().copied()).collect();
+        let t = jvp(&mut g, s, &seeds, true).unwrap().unwrap();
+        let on_tape = g.value(t).unwrap()[0];
+        let (_, mut tp) = plans(&c);
+        let n = c.shapes.len();
+        for (i, x) in c.values.iter().enumerate() {
+            tp.set(i, x).unwrap();
+            tp.set(n + i, &dirs[i]).unwrap();
+        }
+        let replayed = tp.forward().unwrap()[0];
+        assert_eq!(on_tape.to_bits(), replayed.to_bits(), "{}: {on_tape} on the tape, {replayed} replayed", c.name);
+        // Replaying only what the tangents move gives the same after a change of direction.
+        for (i, d) in dirs.iter().enumerate() {
+            tp.set(n + i, &d.iter().map(|x| -2.0 * x).collect::<Vec<_>>()).unwrap();
+        }
+        let partial = tp.forward_tangent().unwrap()[0];
+        let full = tp.forward().unwrap()[0];
+        assert_eq!(partial.to_bits(), full.to_bits(), "{}: the tangent-only replay differs", c.name);
+    }
+}
+
+#[test]
+fn a_hand_built_node_has_no_forward_rule() {
+    let mut g = Graph::default();
+    let x = g.leaf(Op::Leaf, Shape::Scalar, &[1.0]).unwrap();
+    let e = g.external(Shape::Scalar, &[2.0], &[x]).unwrap();
+    let t = g.leaf(Op::Const, Shape::Scalar, &[1.0]).unwrap();
+    let err = jvp(&mut g, e, &[(x, t)], true).unwrap_err();
+    assert!(err.0.contains("has no forward rule"), "{}", err.0);
+    // One that does not depend on the moving leaf is a constant: no tangent.
+    let y = g.leaf(Op::Leaf, Shape::Scalar, &[1.0]).unwrap();
+    assert_eq!(jvp(&mut g, e, &[(y, t)], true).unwrap(), None);
+}
+
+#[test]
+fn ties_take_the_side_the_adjoint_takes() {
+    // maximum and minimum give a tie's tangent to the left, as their
+    // adjoint does; a NaN goes right; relu(0) moves with nothing.
+    let mut g = Graph::default();
+    let a = g.leaf(Op::Leaf, Shape::Vector(3), &[0.5, f64::NAN, 0.0]).unwrap();
+    let b = g.leaf(Op::Leaf, Shape::Vector(3), &[0.5, 1.0, 0.0]).unwrap();
+    let ta = g.leaf(Op::Const, Shape::Vector(3), &[1.0, 2.0, 3.0]).unwrap();
+    let tb = g.leaf(Op::Const, Shape::Vector(3), &[10.0, 20.0, 30.0]).unwrap();
+    for (which, want) in [(Op::Maximum, [1.0, 20.0, 3.0]), (Op::Minimum, [1.0, 20.0, 3.0])] {
+        let y = g.op(which, &[a, b], true).unwrap();
+        let t = jvp(&mut g, y, &[(a, ta), (b, tb)], true).unwrap().unwrap();
+        assert_eq!(g.value(t).unwrap(), want, "{}", which.name());
+    }
+    let r = g.op(Op::Relu, &[b], true).unwrap();
+    let t = jvp(&mut g, r, &[(b, tb)], true).unwrap().unwrap();
+    assert_eq!(g.value(t).unwrap(), [10.0, 20.0, 0.0]);
+}
