@@ -236,6 +236,58 @@ export interface GradFn<P = any, I = any> {
   value(params: ArgFor<P>, inputs?: InputsFor<I>): Nested;
 }
 
+// ---------------------------------------------------------------- forward mode and second order
+
+/** `jvp(f)(x, v)`: f's value and its directional derivative along v (forward mode), both in the value's nested form. */
+export interface ValueAndTangent {
+  value: Nested;
+  tangent: Nested;
+}
+
+/** `hvp(f)(x, v)`: value, gradient and H·v, the last two in x's form. */
+export interface ValueGradientHvp<G> {
+  value: number;
+  gradient: G;
+  hvp: G;
+}
+
+/**
+ * `hessian(f)(x)`: value, gradient in x's form, and the q×q Hessian over x
+ * flattened: a map in its keys' order, each parameter row-major. Symmetric
+ * exactly ((H + Hᵀ)/2 of the computed products).
+ */
+export interface ValueGradientHessian<G> {
+  value: number;
+  gradient: G;
+  hessian: number[][];
+}
+
+/** The forward-mode and second-order calls of an objective. */
+export interface DerivativeMethods<P = any, I = any> {
+  /**
+   * Forward mode: value and tangent along `v` (x's form and shapes; a map
+   * needs every key). Throws `jvp: the tangent is shaped .., unlike the parameter (..)`.
+   */
+  jvp(params: ArgFor<P>, v: ArgFor<P>, inputs?: InputsFor<I>): ValueAndTangent;
+  /** A Hessian-vector product: f scalar; gradient and H·v in x's form. */
+  hvp<X extends ArgFor<P>>(params: X, v: ArgFor<P>, inputs?: InputsFor<I>): ValueGradientHvp<GradientOf<X>>;
+  /** The full Hessian; q² entries above the cap on values (2^28) throw before anything is allocated. */
+  hessian<X extends ArgFor<P>>(params: X, inputs?: InputsFor<I>): ValueGradientHessian<GradientOf<X>>;
+  /**
+   * The Jacobian of f (any rank, flattened row-major) over x flattened:
+   * rows are outputs. Forward mode when x has fewer entries than the
+   * output, reverse otherwise; the same values either way.
+   */
+  jacobian(params: ArgFor<P>, inputs?: InputsFor<I>): number[][];
+}
+
+/** `jvp(f)`: forward mode, `(x, v, inputs?) => { value, tangent }`. Throws `jvp: expected a function`. */
+export function jvp<P = any, I = any>(f: Objective<P, I>): DerivativeMethods<P, I>['jvp'];
+/** `hvp(f)`: `(x, v, inputs?) => { value, gradient, hvp }`, f scalar. Throws `hvp: expected a function`. */
+export function hvp<P = any, I = any>(f: Objective<P, I>): DerivativeMethods<P, I>['hvp'];
+/** `hessian(f)`: `(x, inputs?) => { value, gradient, hessian }`, f scalar. Throws `hessian: expected a function`. */
+export function hessian<P = any, I = any>(f: Objective<P, I>): DerivativeMethods<P, I>['hessian'];
+
 /** Options of `batch` and `batchAsync`. */
 export interface BatchOptions {
   /**
@@ -279,13 +331,13 @@ export interface BatchMethods<P = any, I = any> {
 }
 
 /** `compile(f)`: traced once per shape signature, replayed natively afterwards. */
-export interface CompiledFn<P = any, I = any> extends ValueAndGradFn<P, I>, BatchMethods<P, I> {
+export interface CompiledFn<P = any, I = any> extends ValueAndGradFn<P, I>, BatchMethods<P, I>, DerivativeMethods<P, I> {
   /** The most recently used plan as plain, structured-clonable data. */
   toJSON(): Plan;
 }
 
 /** `compileFromJSON(plan)`: a plan rebuilt from data; only the shapes it was built for. */
-export type RebuiltFn = ValueAndGradFn<unknown, unknown> & BatchMethods<unknown, unknown>;
+export type RebuiltFn = ValueAndGradFn<unknown, unknown> & BatchMethods<unknown, unknown> & DerivativeMethods<unknown, unknown>;
 
 /** The `(value, gradient)` pair an MCMC potential takes; one evaluation serves both. */
 export interface ValueGradPair<P = any, I = any> {
@@ -320,7 +372,10 @@ export function splitValueAndGrad<X, G>(
   vg: (params: X, inputs?: Inputs) => ValueAndGradient<G>,
 ): { value(params: X, inputs?: Inputs): number; gradient(params: X, inputs?: Inputs): G };
 
-/** The Jacobian of a scalar- or vector-valued f at x: m×n, x flattened row-major. */
+/**
+ * The Jacobian of a scalar- or vector-valued f at x: m×n, x flattened
+ * row-major; by forward mode when x has fewer entries than f's value.
+ */
 export function jacobian(f: (x: Var) => Var): (x: Operand) => number[][];
 
 // ---------------------------------------------------------------- plans as data

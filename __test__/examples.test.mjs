@@ -71,3 +71,45 @@ test('nuts.mjs: eager and compiled chains agree bit for bit, and the posterior i
   const tau = numberAfter(out, 'posterior mean of tau');
   assert.ok(tau > 1.5 && tau < 6, `posterior mean of tau ${tau}`);
 });
+
+test('sem-se.mjs: Newton converges, and the two informations and their finite differences agree', () => {
+  const out = runExample('sem-se.mjs');
+  assert.ok(numberAfter(out, 'largest \\|gradient\\|') < 1e-8, `Newton did not converge:\n${out}`);
+  // Expected and observed information differ by O(1/√N) at the MLE: a few percent at N = 500.
+  const se = numberAfter(out, 'largest SE difference, expected vs observed information:');
+  assert.ok(se > 0 && se < 0.05, `SEs from the two informations differ by ${se}`);
+  assert.ok(numberAfter(out, 'exact Jacobian vs central differences:') < 1e-5, out);
+  assert.ok(numberAfter(out, 'exact Hessian vs central differences:') < 1e-5, out);
+  assert.ok(numberAfter(out, 'largest \\|estimate - true\\| / SE:') < 4, out);
+  // One row per parameter: name, true value, estimate, then an SE from each information.
+  const rows = out.split('\n').filter((l) => /^(lambda|phi|psi)\d*\s+-?\d+\.\d{4}\s+-?\d+\.\d{4}\s+± \d+\.\d{4}\s+± \d+\.\d{4}$/.test(l));
+  assert.equal(rows.length, 13, out);
+  for (const row of rows) {
+    const [seExpected, seObserved] = [...row.matchAll(/± (\d+\.\d{4})/g)].map((m) => Number(m[1]));
+    assert.ok(seExpected > 0.01 && seExpected < 0.2 && seObserved > 0.01 && seObserved < 0.2, row);
+  }
+});
+
+test('newton-ode.mjs: Newton with the exact Jacobian reaches the steady state, and the Jacobians agree', () => {
+  const out = runExample('newton-ode.mjs');
+  const exactIters = numberAfter(out, 'exact Jacobian:');
+  const fdIters = numberAfter(out, 'finite-difference Jacobian:');
+  assert.ok(exactIters >= 1 && exactIters <= 12, `exact Newton took ${exactIters} iterations`);
+  assert.ok(fdIters >= 1 && fdIters <= 15, `finite-difference Newton took ${fdIters} iterations`);
+  assert.ok(numberAfter(out, 'residual after exact Newton:') < 1e-9, out);
+  assert.ok(numberAfter(out, 'residual after finite-difference Newton:') < 1e-9, out);
+  assert.ok(numberAfter(out, 'largest difference between the two solutions:') < 1e-9, out);
+  // At the start point and at the steady state: compiled = eager (bit for bit in principle),
+  // = forward mode column by column (to rounding), = forward differences (to ~1e-8).
+  const fdDiffs = [...out.matchAll(/exact vs forward-difference Jacobian at [^:]+: (\S+)/g)].map((m) => Number(m[1]));
+  assert.equal(fdDiffs.length, 2, out);
+  for (const d of fdDiffs) assert.ok(d < 1e-5, `exact vs forward differences: ${d}\n${out}`);
+  const modes = [...out.matchAll(/vs eager jacobian\(rhs\) (\S+), vs columns of f\.jvp (\S+)/g)];
+  assert.equal(modes.length, 2, out);
+  for (const [, eager, fwd] of modes) {
+    assert.ok(Number(eager) < 1e-9 && Number(fwd) < 1e-9, `compiled jacobian against eager ${eager}, against jvp ${fwd}`);
+  }
+  // The steady state is the upper (ignited) branch, not u = 0.
+  const top = numberAfter(out, 'max u =');
+  assert.ok(top > 0.9 && top < 1.1, `max u = ${top}`);
+});

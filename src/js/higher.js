@@ -61,15 +61,34 @@ function inForms(slots, shapes, flat, off) {
   return out;
 }
 
-/** A q×q Hessian from rows H·eⱼ (at `off` in `flat`), symmetrized: rounding leaves them a hair apart. */
-function symmetric(flat, off, q) {
+/**
+ * A q×q Hessian from rows H·eⱼ (at `off` in `flat`), symmetrized: rounding
+ * leaves them a hair apart. `order[i]` is the flat index of the caller's
+ * i-th entry (a map given in another key order than it was traced in).
+ */
+function symmetric(flat, off, q, order = null) {
+  const at = order ?? Array.from({ length: q }, (_, i) => i);
   const rows = new Array(q);
   for (let i = 0; i < q; i++) {
     const row = new Array(q);
-    for (let k = 0; k < q; k++) row[k] = 0.5 * (flat[off + i * q + k] + flat[off + k * q + i]);
+    const a = at[i];
+    for (let k = 0; k < q; k++) row[k] = 0.5 * (flat[off + a * q + at[k]] + flat[off + at[k] * q + a]);
     rows[i] = row;
   }
   return rows;
+}
+
+/** Where each entry of x flattened in the caller's key order sits in the plan's flat order; null when they agree. */
+function callerOrder(base, x) {
+  if (!base.map) return null;
+  const keys = Object.keys(x);
+  if (keys.every((k, i) => base.keys[i] === k)) return null;
+  const order = [];
+  for (const k of keys) {
+    const j = base.slot.get(k);
+    for (let e = 0, n = sizeOf(base.shapes[j]); e < n; e++) order.push(base.offsets[j] + e);
+  }
+  return order;
 }
 
 // ---------------------------------------------------------------- eager
@@ -231,7 +250,9 @@ function forwardColumns(t, y, leaf, m) {
   const rows = Array.from({ length: m }, () => new Array(n));
   for (let j = 0; j < n; j++) {
     const [u] = unitTangents([leaf.shape], j);
-    const id = N.tapeJvp(t.h, y._id, ids([leaf]), ids([leafVar(t, CONST, u)]));
+    // The leaf first: reading t.h records what is queued, the new leaf included.
+    const v = leafVar(t, CONST, u);
+    const id = N.tapeJvp(t.h, y._id, ids([leaf]), ids([v]));
     const column = tapeValue(t, id, y.shape).data;
     for (let i = 0; i < m; i++) rows[i][j] = column[i];
   }
@@ -307,7 +328,42 @@ class TangentPlan {
     return this.plan;
   }
 
-  released() {}
+  released() {
+    this._pool = undefined;
+  }
+
+  /** The plan's replicas for batches (src/batch.rs), made at the first. */
+  pool() {
+    if (this._pool === undefined) this._pool = N.planPool(this.native());
+    else touch(this);
+    return this._pool;
+  }
+
+  /**
+   * The products H·eⱼ for every direction j, as a batch of points (x, eⱼ):
+   * on every core, and in lanes of eight directions where the plan's ops
+   * have lane kernels (src/core/plan/lanes.rs). Into `out` from `at`, row
+   * after row; the gradient (the tangents' adjoint at e₀) into `out` at `gradientAt`.
+   */
+  directions(point, ins, out, at, gradientAt) {
+    const w = this.width;
+    const q = w;
+    // Points per batch: all of them unless that would hold more than 2^24 values.
+    const per = Math.max(8, Math.min(q, Math.floor(2 ** 24 / (2 * w))));
+    for (let from = 0; from < q; from += per) {
+      const k = Math.min(per, q - from);
+      const params = new Float64Array(k * 2 * w);
+      for (let i = 0; i < k; i++) {
+        params.set(point, i * 2 * w);
+        params[i * 2 * w + w + from + i] = 1;
+      }
+      const values = new Float64Array(k);
+      const grads = new Float64Array(params.length);
+      N.planBatch(this.pool(), params, ins, k, 0, 'hessian', values, grads);
+      for (let i = 0; i < k; i++) out.set(grads.subarray(i * 2 * w, i * 2 * w + w), at + (from + i) * q);
+      if (from === 0) out.set(grads.subarray(w, 2 * w), gradientAt);
+    }
+  }
 
   /** [x, v, inputs], in the slots' order. */
   feed(x, v, inputs, where) {
@@ -393,10 +449,16 @@ export function attachDerivatives(c, resolve, eager) {
     if (base.rootShape.length !== 0) throw scalarRootError('hessian', base.rootShape);
     const q = base.width();
     checkHessianSize(q, 'hessian');
+    // The value first: a failure on values (a matrix not positive definite)
+    // throws here with the message a gradient call gives.
+    const value = base.value(x, inputs);
     const tp = tangentOf(base);
     const out = new Float64Array(1 + q + q * q);
-    N.planHessian(tp.native(), packArgs(base, x, inputs), out);
-    return { value: out[0], gradient: outForms(base, x, out, 1), hessian: symmetric(out, 1 + q, q) };
+    out[0] = value;
+    const point = new Float64Array(2 * q);
+    base.packPoint(x, point, 0);
+    tp.directions(point, base.packInputs(inputs), out, 1 + q, 1);
+    return { value, gradient: outForms(base, x, out, 1), hessian: symmetric(out, 1 + q, q, callerOrder(base, x)) };
   };
   c.jacobian = (x, inputs) => {
     x = readOnce(x);
@@ -418,8 +480,12 @@ export function attachDerivatives(c, resolve, eager) {
     } catch (e) {
       throw prefixed('jacobian', e);
     }
+    const order = callerOrder(base, x);
     const rows = new Array(m);
-    for (let i = 0; i < m; i++) rows[i] = Array.from(out.subarray(i * q, (i + 1) * q));
+    for (let i = 0; i < m; i++) {
+      const row = out.subarray(i * q, (i + 1) * q);
+      rows[i] = order === null ? Array.from(row) : order.map((j) => row[j]);
+    }
     return rows;
   };
 }

@@ -1,0 +1,98 @@
+//! Plans derived from a plan: its tangent plan (forward mode, and with a
+//! scalar root Hessian-vector products), and the replays and sweeps the
+//! Jacobians and Hessians of `api::higher` run on them.
+
+use super::{carry_chains, run_steps, Passes, Plan, Slot, Step};
+use crate::core::error::Result;
+use crate::core::graph::{mark_needs, Graph};
+use crate::core::op::Op;
+use crate::core::tangent;
+use crate::fail;
+
+impl Plan {
+    /// The plan of this one's tangent (forward mode, `core::tangent`): its
+    /// root is the root's tangent and its one output the root. It takes the
+    /// parameters, then one tangent per parameter (shaped alike), then the
+    /// inputs. With a scalar root, its gradient is H·v for the parameters
+    /// and ∇f for the tangents: a Hessian-vector product.
+    pub fn tangent_plan(&self) -> Result<Plan> {
+        let mut g = self.graph.clone();
+        let leaf = |s: &Slot, op: Op, g: &mut Graph| match s.node {
+            Some(id) => Ok(id),
+            None => g.leaf(op, s.shape, &[]),
+        };
+        let mut params = Vec::with_capacity(2 * self.params.len());
+        for s in &self.params {
+            params.push(leaf(s, Op::Leaf, &mut g)?);
+        }
+        let mut seeds = Vec::new();
+        for (s, &x) in self.params.iter().zip(&params.clone()) {
+            let v = g.leaf(Op::Leaf, s.shape, &[])?;
+            params.push(v);
+            if s.node.is_some() {
+                seeds.push((x, v));
+            }
+        }
+        let mut inputs = Vec::with_capacity(self.inputs.len());
+        for s in &self.inputs {
+            inputs.push(leaf(s, Op::Input, &mut g)?);
+        }
+        let t = match tangent::jvp(&mut g, self.root, &seeds, false)? {
+            Some(t) => t,
+            None => g.leaf(Op::Const, self.root_shape(), &[])?,
+        };
+        let mut plan = Plan::build_outputs(&g, &[t, self.root], &params, &inputs, Passes::default())?;
+        let nodes = &plan.graph.nodes;
+        let tangents: Vec<u32> = plan.params[self.params.len()..].iter().filter_map(|s| s.node).collect();
+        let mut moves = vec![false; nodes.len()];
+        for &v in &tangents {
+            moves[v as usize] = true;
+        }
+        let all: Vec<u32> = (0..nodes.len() as u32).collect();
+        mark_needs(nodes, &all, |_| false, &mut moves);
+        for &v in &tangents {
+            moves[v as usize] = true;
+        }
+        let mut varying_ids = Vec::new();
+        for &id in &all {
+            let node = &nodes[id as usize];
+            if node.op.is_pure() && node.parents.iter().any(|&p| moves[p as usize]) {
+                moves[id as usize] = true;
+                varying_ids.push(id);
+            }
+        }
+        let mut varying: Vec<Step> = varying_ids.iter().map(|&i| Step::of(nodes, i, &plan.needs)).collect();
+        carry_chains(&mut varying);
+        plan.varying = varying;
+        Ok(plan)
+    }
+
+    /// In a tangent plan replayed once already at these parameters and
+    /// inputs, replay only what depends on the tangents (fed anew); the
+    /// root's value (the tangent) after.
+    pub fn forward_tangent(&mut self) -> Result<&[f64]> {
+        run_steps::<true>(&mut self.graph, &self.varying)?;
+        let g = &self.graph;
+        Ok(&g.values[g.nodes[self.root as usize].range()])
+    }
+
+    /// Output `i`'s value after a replay (`build_outputs`).
+    pub fn output(&self, i: usize) -> Result<&[f64]> {
+        match self.outputs.get(i) {
+            Some(&id) => Ok(&self.graph.values[self.graph.nodes[id as usize].range()]),
+            None => fail!("plan has no output {i}"),
+        }
+    }
+
+    /// Sweep adjoints back from the root seeded with `seed` (its size).
+    pub fn backward_seeded(&mut self, seed: &[f64]) -> Result<()> {
+        let r = self.graph.nodes[self.root as usize].range();
+        if seed.len() != r.len() {
+            return fail!("seed has {} elements but the root holds {}", seed.len(), r.len());
+        }
+        self.clear_adjoints();
+        self.adj[r].copy_from_slice(seed);
+        self.sweep();
+        Ok(())
+    }
+}
