@@ -742,8 +742,15 @@ function renderProgram(prog) {
 // ------------------------------------------------------------------ checks
 
 class Failure extends Error {}
-const fail = (msg) => {
-  throw new Failure(msg);
+/**
+ * Fail the case. `tag` names a class of failure (a package bug found once
+ * stays found): past the first two of a tag, a failure is one line and
+ * does not count toward MAX_FAILURES, so the run goes on judging the rest.
+ */
+const fail = (msg, tag) => {
+  const e = new Failure(msg);
+  e.tag = tag;
+  throw e;
 };
 
 let clock = { worst: 0, where: '' };
@@ -864,6 +871,8 @@ function bitsEqual(a, b, path = '') {
 const stripPrefix = (m) =>
   m.replace(/^(valueAndGrad|compile|compileFromJSON|grad): /, '').replace(/\d{17,}/g, (d) => String(Number(d)));
 const SCALAR_ROOT = /the objective must return a scalar/;
+/** A tangent refused for its shape, keys or form (readTangent in src/js/higher.js). */
+const TANGENT_ERR = /^(jvp|hvp): (the tangent |tangent ")/;
 
 /** Two outcomes agree: both values bit for bit, or both Errors with the same message (up to the driver's prefix). */
 function sameOutcome(a, b, what) {
@@ -875,7 +884,10 @@ function sameOutcome(a, b, what) {
     const mb = b.error.message;
     // Eager evaluation meets a failing op before it sees the root; a replay
     // checks the root's shape before it runs. Either error is fair.
-    if ((VALUE_ERRORS.test(ma) && SCALAR_ROOT.test(mb)) || (SCALAR_ROOT.test(ma) && VALUE_ERRORS.test(mb))) {
+    // Likewise a replay reads the tangent (jvp, hvp) before it evaluates, and
+    // eager evaluation reads it after recording the objective.
+    const late = (m) => SCALAR_ROOT.test(m) || TANGENT_ERR.test(m);
+    if ((VALUE_ERRORS.test(ma) && late(mb)) || (late(ma) && VALUE_ERRORS.test(mb))) {
       stats.notes.errorOrder = (stats.notes.errorOrder ?? 0) + 1;
       return;
     }
@@ -957,7 +969,7 @@ function unflat(prog, x) {
  * Whether central differences can judge the gradient at this point: an
  * eager pass over the program's steps, looking at every operand and result.
  */
-function fdEligible(prog, pt) {
+function fdEligible(prog, pt, forwardOnly = false) {
   let ok = true;
   const data = (v) => (v instanceof G.Var ? v.data : G.asTensor(v).data);
   const shp = (v) => (v instanceof G.Var ? v.shape : G.asTensor(v).shape);
@@ -1013,8 +1025,10 @@ function fdEligible(prog, pt) {
       default:
     }
   };
-  const r = attempt('fd probe', () => G.valueAndGrad((p, d) => execute(prog, p, d, hook))(pt.params, pt.inputs));
-  return r.ok && ok && Number.isFinite(r.value.value) && Math.abs(r.value.value) < 1e6;
+  // (forwardOnly: the root may be of any rank, for a tangent's differences)
+  const vg = G.valueAndGrad((p, d) => execute(prog, p, d, hook));
+  const r = attempt('fd probe', () => (forwardOnly ? vg.value(pt.params, pt.inputs) : vg(pt.params, pt.inputs).value));
+  return r.ok && ok && flatOf(r.value).every((v) => Number.isFinite(v) && Math.abs(v) < 1e6);
 }
 
 /**
@@ -1708,7 +1722,7 @@ function judge(c) {
       repro = currentRepro;
     } catch (e) {
       repro = currentRepro;
-      if (e instanceof Failure) return { message: e.message, repro };
+      if (e instanceof Failure) return { message: e.message, repro, tag: e.tag };
       return { message: `the harness itself threw ${e?.stack ?? e}`, repro };
     }
     if (clock.worst <= BUDGET_MS) return null;

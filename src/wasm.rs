@@ -478,6 +478,12 @@ pub extern "C" fn plan_tangent(p: u32) -> i32 {
     new_plan(plan)
 }
 
+#[no_mangle]
+pub extern "C" fn plan_rows(p: u32) -> i32 {
+    let plan = with_plan(p, |p| p.row_plan());
+    new_plan(plan)
+}
+
 /// Output `i`'s value goes to scratch 2, `len` values.
 #[no_mangle]
 pub extern "C" fn plan_output(p: u32, i: u32, len: u32) -> i32 {

@@ -497,6 +497,12 @@ pub fn plan_tangent(p: &External<PlanCell>) -> Result<External<PlanCell>> {
     with_plan(p, |p| p.tangent_plan().js()).map(plan_external)
 }
 
+/// The plan of wᵀ·(the root) (`Plan::row_plan`), whose gradients are a Jacobian's rows.
+#[napi(catch_unwind)]
+pub fn plan_rows(p: &External<PlanCell>) -> Result<External<PlanCell>> {
+    with_plan(p, |p| p.row_plan().js()).map(plan_external)
+}
+
 /// Output `i`'s value after the last replay, into `out`.
 #[napi(catch_unwind)]
 pub fn plan_output(p: &External<PlanCell>, i: u32, mut out: Float64ArraySlice) -> Result<()> {

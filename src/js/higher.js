@@ -8,7 +8,7 @@
 import { N } from './binding.js';
 import { hold, touch } from './budget.js';
 import { record, scalarRootError } from './drivers.js';
-import { MAX_VALUES, fmtShape, formOf, isMapForm, readOnce, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
+import { MAX_VALUES, fmtShape, formOf, isMapForm, plainArray, readOnce, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
 import { CONST, LEAF, Var, asTensor, current, evaluationTape, leafVar, nodeAdjoint, retire, setCurrent, sweep, variable } from './tape.js';
 
 const ids = (vars) => Uint32Array.from(vars, (v) => v._id);
@@ -296,31 +296,20 @@ export function eagerJacobian(f) {
 // ---------------------------------------------------------------- compiled
 
 /**
- * A plan's tangent plan (Plan::tangent_plan): parameters, their tangents,
- * inputs. Native memory under the budget like the plan itself, rebuilt
- * from it after a release.
+ * A plan made from a compiled plan (`make`: N.planTangent or N.planRows),
+ * under the budget like the plan itself and remade from it after a release.
  */
-class TangentPlan {
-  constructor(base) {
+class DerivedPlan {
+  constructor(base, make) {
     this.base = base;
-    this.plan = N.planTangent(base.native());
+    this.make = make;
+    this.plan = make(base.native());
     hold(this);
-    const n = base.shapes.length;
-    const width = base.width();
-    this.width = width;
-    this.size = 2 * width + (base.flat.length - width);
-    this.layout = new Int32Array(2 * n + base.inputShapes.length);
-    for (let i = 0; i < n; i++) {
-      this.layout[i] = base.offsets[i];
-      this.layout[n + i] = width + base.offsets[i];
-    }
-    for (let j = 0; j < base.inputShapes.length; j++) this.layout[2 * n + j] = width + base.offsets[n + j];
-    this.gradLayout = this.layout.slice(0, 2 * n);
   }
 
   native() {
     if (this.plan === null) {
-      this.plan = N.planTangent(this.base.native());
+      this.plan = this.make(this.base.native());
       hold(this);
     } else {
       touch(this);
@@ -340,29 +329,50 @@ class TangentPlan {
   }
 
   /**
-   * The products H·eⱼ for every direction j, as a batch of points (x, eⱼ):
-   * on every core, and in lanes of eight directions where the plan's ops
-   * have lane kernels (src/core/plan/lanes.rs). Into `out` from `at`, row
-   * after row; the gradient (the tangents' adjoint at e₀) into `out` at `gradientAt`.
+   * The gradients at the points (x, eⱼ), j < `count`, as batches: on every
+   * core, and in lanes of eight points where the plan's ops have lane
+   * kernels (src/core/plan/lanes.rs). A point is `point` (x in its first
+   * `w` values) with a 1 at `w + j`; `take(j, gradient)` receives each
+   * point's gradient (a view, valid during the call).
    */
-  directions(point, ins, out, at, gradientAt) {
-    const w = this.width;
-    const q = w;
+  units(point, count, ins, label, take) {
+    const size = point.length;
+    const w = this.base.width();
     // Points per batch: all of them unless that would hold more than 2^24 values.
-    const per = Math.max(8, Math.min(q, Math.floor(2 ** 24 / (2 * w))));
-    for (let from = 0; from < q; from += per) {
-      const k = Math.min(per, q - from);
-      const params = new Float64Array(k * 2 * w);
+    const per = Math.max(8, Math.min(count, Math.floor(2 ** 24 / size)));
+    for (let from = 0; from < count; from += per) {
+      const k = Math.min(per, count - from);
+      const params = new Float64Array(k * size);
       for (let i = 0; i < k; i++) {
-        params.set(point, i * 2 * w);
-        params[i * 2 * w + w + from + i] = 1;
+        params.set(point, i * size);
+        params[i * size + w + from + i] = 1;
       }
       const values = new Float64Array(k);
       const grads = new Float64Array(params.length);
-      N.planBatch(this.pool(), params, ins, k, 0, 'hessian', values, grads);
-      for (let i = 0; i < k; i++) out.set(grads.subarray(i * 2 * w, i * 2 * w + w), at + (from + i) * q);
-      if (from === 0) out.set(grads.subarray(w, 2 * w), gradientAt);
+      N.planBatch(this.pool(), params, ins, k, 0, label, values, grads);
+      for (let i = 0; i < k; i++) take(from + i, grads.subarray(i * size, (i + 1) * size));
     }
+  }
+}
+
+/**
+ * A plan's tangent plan (Plan::tangent_plan): parameters, their tangents,
+ * inputs.
+ */
+class TangentPlan extends DerivedPlan {
+  constructor(base) {
+    super(base, N.planTangent);
+    const n = base.shapes.length;
+    const width = base.width();
+    this.width = width;
+    this.size = 2 * width + (base.flat.length - width);
+    this.layout = new Int32Array(2 * n + base.inputShapes.length);
+    for (let i = 0; i < n; i++) {
+      this.layout[i] = base.offsets[i];
+      this.layout[n + i] = width + base.offsets[i];
+    }
+    for (let j = 0; j < base.inputShapes.length; j++) this.layout[2 * n + j] = width + base.offsets[n + j];
+    this.gradLayout = this.layout.slice(0, 2 * n);
   }
 
   /** [x, v, inputs], in the slots' order. */
@@ -392,6 +402,12 @@ function packArgs(base, x, inputs) {
 function tangentOf(replay) {
   if (replay.tangent === undefined) replay.tangent = new TangentPlan(replay);
   return replay.tangent;
+}
+
+/** The plan of wᵀ·f (Plan::row_plan), whose gradients at w = eᵢ are a Jacobian's rows. */
+function rowsOf(replay) {
+  if (replay.rows === undefined) replay.rows = new DerivedPlan(replay, N.planRows);
+  return replay.rows;
 }
 
 /** `inForms` of a plan's parameters, in the caller's key order, which may differ from the traced one. */
@@ -457,7 +473,10 @@ export function attachDerivatives(c, resolve, eager) {
     out[0] = value;
     const point = new Float64Array(2 * q);
     base.packPoint(x, point, 0);
-    tp.directions(point, base.packInputs(inputs), out, 1 + q, 1);
+    tp.units(point, q, base.packInputs(inputs), 'hessian', (j, g) => {
+      out.set(g.subarray(0, q), 1 + q + j * q);
+      if (j === 0) out.set(g.subarray(q, 2 * q), 1);
+    });
     return { value, gradient: outForms(base, x, out, 1), hessian: symmetric(out, 1 + q, q, callerOrder(base, x)) };
   };
   c.jacobian = (x, inputs) => {
@@ -471,20 +490,23 @@ export function attachDerivatives(c, resolve, eager) {
       throw new Error(`jacobian: a ${m}×${q} Jacobian holds ${m * q} entries, more than the ${MAX_VALUES} a value may hold`);
     }
     const out = new Float64Array(m * q);
-    // Forward mode where it takes fewer passes: one per parameter value against one per output.
-    const tp = q < m ? tangentOf(base) : null;
-    const flat = packArgs(base, x, inputs);
     try {
-      if (tp !== null) N.planJacobian(tp.native(), true, flat, out);
-      else N.planJacobian(base.native(), false, flat, out);
+      // Forward mode where it takes fewer passes: one per parameter value against one per output.
+      if (q < m) N.planJacobian(tangentOf(base).native(), true, packArgs(base, x, inputs), out);
+      else {
+        const point = new Float64Array(q + m);
+        base.packPoint(x, point, 0);
+        rowsOf(base).units(point, m, base.packInputs(inputs), 'jacobian', (i, g) => out.set(g.subarray(0, q), i * q));
+      }
     } catch (e) {
+      // A failure on values, with the message a single call gives.
+      base.value(x, inputs);
       throw prefixed('jacobian', e);
     }
     const order = callerOrder(base, x);
     const rows = new Array(m);
     for (let i = 0; i < m; i++) {
-      const row = out.subarray(i * q, (i + 1) * q);
-      rows[i] = order === null ? Array.from(row) : order.map((j) => row[j]);
+      rows[i] = order === null ? plainArray(out, i * q, (i + 1) * q) : order.map((j) => out[i * q + j]);
     }
     return rows;
   };

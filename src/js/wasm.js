@@ -370,6 +370,7 @@ export function loadWasm(bytes = wasmBytes()) {
       return id(X.tape_jvp(t, root, n));
     },
     planTangent: (h) => plan(X.plan_tangent(live(h))),
+    planRows: (h) => plan(X.plan_rows(live(h))),
     planOutput(h, i, out) {
       reserve(2, out.length * 8);
       id(X.plan_output(live(h), i, out.length));

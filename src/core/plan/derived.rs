@@ -6,10 +6,40 @@ use super::{carry_chains, run_steps, Passes, Plan, Slot, Step};
 use crate::core::error::Result;
 use crate::core::graph::{mark_needs, Graph};
 use crate::core::op::Op;
+use crate::core::shape::Shape;
 use crate::core::tangent;
 use crate::fail;
 
 impl Plan {
+    /// The plan of wᵀ·y, y this plan's root flattened and w a new last
+    /// parameter of y's size: its gradient at w = eᵢ is row i of the
+    /// Jacobian (and y itself for w), so a batch over rows replays a
+    /// Jacobian on every core and in lanes where the ops allow.
+    pub fn row_plan(&self) -> Result<Plan> {
+        let mut g = self.graph.clone();
+        let slot_node = |s: &Slot, op: Op, g: &mut Graph| match s.node {
+            Some(id) => Ok(id),
+            None => g.leaf(op, s.shape, &[]),
+        };
+        let mut params = Vec::with_capacity(self.params.len() + 1);
+        for s in &self.params {
+            params.push(slot_node(s, Op::Leaf, &mut g)?);
+        }
+        let mut inputs = Vec::with_capacity(self.inputs.len());
+        for s in &self.inputs {
+            inputs.push(slot_node(s, Op::Input, &mut g)?);
+        }
+        let m = self.root_shape().size();
+        let w = g.leaf(Op::Leaf, Shape::Vector(m), &[])?;
+        params.push(w);
+        let flat = match self.root_shape() {
+            Shape::Vector(_) => self.root,
+            _ => g.op(Op::Reshape(Shape::Vector(m)), &[self.root], false)?,
+        };
+        let root = g.op(Op::Dot, &[w, flat], false)?;
+        Plan::build_with(&g, root, &params, &inputs, Passes::default())
+    }
+
     /// The plan of this one's tangent (forward mode, `core::tangent`): its
     /// root is the root's tangent and its one output the root. It takes the
     /// parameters, then one tangent per parameter (shaped alike), then the
