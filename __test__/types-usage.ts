@@ -12,6 +12,7 @@ import {
   matmul, dot, transpose, diagPart, trace, addDiag, reshape, slice, concat,
   cholesky, triangularSolve, logdetPSD, solvePSD, solveGeneral, inv,
   grad, valueAndGrad, valueAndGradFns, splitValueAndGrad, compile, compileFromJSON, jacobian,
+  jvp, hvp, hessian,
 } from '@tangent.to/grad';
 import type {
   Tensor, Operand, Value, Nested, Plan, PlanNode, PlanOpNode, GradientOf, CompiledFn, RebuiltFn, ValueGradPair,
@@ -308,6 +309,27 @@ const J2: number[][] = jacobian((u) => sum(u))(new Float64Array(3));
 // @ts-expect-error the Jacobian's argument is a Var
 jacobian((u: number) => u);
 void [J, J2];
+
+// ---------------------------------------------------------------- forward mode and second order
+
+const jv = jvp((p: { a: Var; b: Var }) => mul(p.a, p.b))({ a: 1, b: [1, 2] }, { a: 1, b: [0, 1] });
+const tangent: Nested = jv.tangent;
+const hv = hvp((p: { a: Var; b: Var }) => sum(mul(p.a, p.b)))({ a: 1, b: [1, 2] }, { a: 0, b: [1, 0] });
+const hvB: number[] = hv.hvp.b;
+const hvA: number = hv.gradient.a;
+const he = hessian((q: Var) => sum(square(q)))([1, 2]);
+const H: number[][] = he.hessian;
+const heG: number[] = he.gradient;
+const cq = compile((q: Var) => sum(exp(q)));
+const cH: number[][] = cq.hessian(new Float64Array(2)).hessian;
+const cJ: number[][] = cq.jacobian([1, 2]);
+const cT: Nested = cq.jvp([1, 2], [0, 1]).tangent;
+const rH: number[][] = compileFromJSON(cq.toJSON()).hessian([1, 2]).hessian;
+// @ts-expect-error hvp takes a direction
+cq.hvp([1, 2]);
+// @ts-expect-error jvp needs an objective
+jvp(3);
+void [tangent, hvB, hvA, H, heG, cH, cJ, cT, rH];
 
 // ---------------------------------------------------------------- type helpers
 
