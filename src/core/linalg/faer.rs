@@ -93,6 +93,16 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
     }
 }
 
+/// T̄ −= B̄ Xᵀ on T's own triangle (diagonal included), B̄ and X n×k: a
+/// triangular-output product, the other triangle left as it is.
+pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64], par: Par) {
+    let dst = MatMut::from_row_major_slice_mut(&mut tbar[..n * n], n, n);
+    let b = MatRef::from_row_major_slice(&bbar[..n * k], n, k);
+    let xt = MatRef::from_row_major_slice(&x[..n * k], n, k).transpose();
+    let structure = if lower { BlockStructure::TriangularLower } else { BlockStructure::TriangularUpper };
+    trimatmul::matmul(dst, structure, Accum::Add, b, BlockStructure::Rectangular, xt, BlockStructure::Rectangular, -1.0, par);
+}
+
 /// X = T⁻¹ B, or T⁻ᵀ B when `transposed`; reads only T's own triangle.
 #[allow(clippy::too_many_arguments)]
 pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x: &mut [f64], transposed: bool, par: Par) {

@@ -19,14 +19,13 @@ mod lu;
 mod triangular;
 
 pub use lu::sub_outer;
-pub use triangular::triangular_solve_tbar;
 
 /// The hand-written kernels alone, whatever the size: what the library
 /// paths are measured (`benches/linalg.rs`) and tested against.
 pub mod hand {
     pub use super::cholesky::{cholesky, cholesky_adjoint};
     pub use super::lu::{lu_factor, lu_solve, lu_solve_transpose};
-    pub use super::triangular::{triangular_solve, triangular_solve_bbar};
+    pub use super::triangular::{triangular_solve, triangular_solve_bbar, triangular_solve_tbar};
 }
 
 use crate::core::error::Result;
@@ -59,6 +58,13 @@ pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x
 pub fn triangular_solve_bbar(t: &[f64], n: usize, lower: bool, xbar: &[f64], k: usize, bbar: &mut [f64]) {
     if !library::triangular_solve(t, n, lower, xbar, k, bbar, true) {
         triangular::triangular_solve_bbar(t, n, lower, xbar, k, bbar)
+    }
+}
+
+/// The adjoint's second step: ACCUMULATE T̄ −= B̄ Xᵀ on T's own triangle.
+pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64]) {
+    if !library::triangular_solve_tbar(n, lower, bbar, x, k, tbar) {
+        triangular::triangular_solve_tbar(n, lower, bbar, x, k, tbar)
     }
 }
 

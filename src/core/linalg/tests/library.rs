@@ -89,6 +89,26 @@ fn triangular_solves_match_the_hand_kernels() {
 }
 
 #[test]
+fn the_solves_triangle_adjoint_matches_the_hand_kernel() {
+    let mut rng = Lcg(29);
+    for (n, k, lower) in [(40, 20, true), (40, 20, false), (13, 12, true)] {
+        let (bbar, x) = (rng.fill(n * k), rng.fill(n * k));
+        let start = rng.fill(n * n); // it accumulates, and leaves the other triangle alone
+        let (mut got, mut want) = (start.clone(), start.clone());
+        triangular_solve_tbar(n, lower, &bbar, &x, k, &mut got);
+        hand::triangular_solve_tbar(n, lower, &bbar, &x, k, &mut want);
+        assert!(rel(&got, &want) <= 1e-12, "n = {n}, k = {k}: {}", rel(&got, &want));
+        for i in 0..n {
+            for j in 0..n {
+                if (j > i && lower) || (j < i && !lower) {
+                    assert_eq!(got[i * n + j].to_bits(), start[i * n + j].to_bits(), "the other triangle at ({i}, {j})");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn triangular_solves_with_zero_or_nan_pivots_are_the_hand_kernels() {
     let mut rng = Lcg(74);
     for (n, k) in [(30, 1), (30, 20)] {
