@@ -1,6 +1,6 @@
 //! Forward mode and second order (`core::tangent`): the eager tape's
-//! tangents, a plan's tangent plan, and the loops over directions that make
-//! Jacobians and Hessians in one call.
+//! tangents, a tangent plan's outputs, and its forward-mode Jacobian in one
+//! call. (Hessians and reverse Jacobians are batches, run by JavaScript.)
 
 use super::{flat_range, with_tape};
 use crate::core::error::Result;
@@ -55,9 +55,12 @@ fn feed(p: &mut Plan, which: std::ops::Range<usize>, flat: &[f64], mut at: usize
 }
 
 /// Set the tangents of a tangent plan (slots `n..2n`) to the `j`th unit
-/// direction of the parameters flattened; `unit` is scratch of their size.
+/// direction of the parameters flattened; `unit` is scratch of their size,
+/// the (j − 1)th direction before.
 fn direct(p: &mut Plan, n: usize, unit: &mut [f64], j: usize) -> Result<()> {
-    unit.fill(0.0);
+    if j > 0 {
+        unit[j - 1] = 0.0;
+    }
     unit[j] = 1.0;
     feed(p, n..2 * n, unit, 0).map(|_| ())
 }
@@ -74,94 +77,32 @@ pub fn check_result(what: &str, rows: usize, cols: usize) -> Result<()> {
     }
 }
 
-/// The Jacobian of the root over the parameters flattened, row-major into
-/// `out` (root size × parameter values). `flat` holds the parameters, then
-/// the inputs. Forward (`p` a tangent plan): one replay of what depends on
-/// the tangents per column. Reverse (`p` the plan itself): one sweep per row.
-pub fn plan_jacobian(p: &mut Plan, forward: bool, flat: &[f64], out: &mut [f64]) -> Result<()> {
-    if forward {
-        let n = p.params().len() / 2;
-        let q = width(p, n);
-        let at = feed(p, 0..n, flat, 0)?;
-        let mut unit = vec![0.0; q];
-        feed(p, n..2 * n, &unit, 0)?;
-        feed(p, 2 * n..p.slot_count(), flat, at)?;
-        let m = p.forward()?.len();
-        check_result("jacobian", m, q)?;
-        if out.len() != m * q {
-            return fail!("jacobian buffer does not match the plan");
-        }
-        for j in 0..q {
-            direct(p, n, &mut unit, j)?;
-            let column = p.forward_tangent()?;
-            for (i, &x) in column.iter().enumerate() {
-                out[i * q + j] = x;
-            }
-        }
-        return Ok(());
-    }
-    let n = p.params().len();
+/// The Jacobian of a tangent plan's output (the plan's root, flattened)
+/// over its parameters flattened, row-major into `out` (root size ×
+/// parameter values), by forward mode: the primal replayed once, then per
+/// column only what depends on the tangents. `flat` holds the parameters,
+/// then the inputs. (By reverse mode JavaScript runs a batch over rows.)
+pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64]) -> Result<()> {
+    let n = p.params().len() / 2;
     let q = width(p, n);
-    let end = feed(p, 0..p.slot_count(), flat, 0)?;
-    if end != flat.len() {
-        return fail!("argument buffer does not match the plan");
+    let at = feed(p, 0..n, flat, 0)?;
+    let mut unit = Vec::new();
+    if unit.try_reserve_exact(q).is_err() {
+        return fail!("out of memory: cannot hold {q} more values");
     }
+    unit.resize(q, 0.0);
+    feed(p, n..2 * n, &unit, 0)?;
+    feed(p, 2 * n..p.slot_count(), flat, at)?;
     let m = p.forward()?.len();
     check_result("jacobian", m, q)?;
     if out.len() != m * q {
         return fail!("jacobian buffer does not match the plan");
     }
-    let mut seed = vec![0.0; m];
-    for i in 0..m {
-        seed.fill(0.0);
-        seed[i] = 1.0;
-        p.backward_seeded(&seed)?;
-        let mut at = i * q;
-        for k in 0..n {
-            let size = p.slot_size(k);
-            p.gradient(k, &mut out[at..at + size])?;
-            at += size;
-        }
-    }
-    Ok(())
-}
-
-/// Value, gradient and Hessian of a tangent plan's scalar output, into
-/// `out`: `[value, gradient (q), H (q×q)]`, row j of H the product H·eⱼ
-/// (rounding leaves it a hair from symmetric; JavaScript symmetrizes).
-/// `flat` holds the parameters, then the inputs.
-pub fn plan_hessian(p: &mut Plan, flat: &[f64], out: &mut [f64]) -> Result<()> {
-    let n = p.params().len() / 2;
-    let q = width(p, n);
-    check_result("hessian", q, q)?;
-    if out.len() != 1 + q + q * q {
-        return fail!("hessian buffer does not match the plan");
-    }
-    let at = feed(p, 0..n, flat, 0)?;
-    let mut unit = vec![0.0; q];
-    feed(p, 2 * n..p.slot_count(), flat, at)?;
     for j in 0..q {
         direct(p, n, &mut unit, j)?;
-        if j == 0 {
-            p.forward()?;
-        } else {
-            p.forward_tangent()?;
-        }
-        p.backward();
-        if j == 0 {
-            out[0] = p.output(0)?[0];
-            let mut at = 1;
-            for k in n..2 * n {
-                let size = p.slot_size(k);
-                p.gradient(k, &mut out[at..at + size])?;
-                at += size;
-            }
-        }
-        let mut at = 1 + q + j * q;
-        for k in 0..n {
-            let size = p.slot_size(k);
-            p.gradient(k, &mut out[at..at + size])?;
-            at += size;
+        let column = p.forward_tangent()?;
+        for (i, &x) in column.iter().enumerate() {
+            out[i * q + j] = x;
         }
     }
     Ok(())

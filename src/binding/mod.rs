@@ -512,14 +512,7 @@ pub fn plan_output(p: &External<PlanCell>, i: u32, mut out: Float64ArraySlice) -
 
 /// `api::plan_jacobian`: arguments flat in `flat`, the Jacobian into `out`.
 #[napi(catch_unwind)]
-pub fn plan_jacobian(p: &External<PlanCell>, forward: bool, flat: &[f64], mut out: Float64ArraySlice) -> Result<()> {
+pub fn plan_jacobian(p: &External<PlanCell>, flat: &[f64], mut out: Float64ArraySlice) -> Result<()> {
     // SAFETY: a fresh buffer of the caller's, distinct from `flat`.
-    with_plan(p, |p| api::plan_jacobian(p, forward, flat, unsafe { out.as_mut() }).js())
-}
-
-/// `api::plan_hessian`: arguments flat in `flat`; value, gradient and Hessian into `out`.
-#[napi(catch_unwind)]
-pub fn plan_hessian(p: &External<PlanCell>, flat: &[f64], mut out: Float64ArraySlice) -> Result<()> {
-    // SAFETY: as above.
-    with_plan(p, |p| api::plan_hessian(p, flat, unsafe { out.as_mut() }).js())
+    with_plan(p, |p| api::plan_jacobian(p, flat, unsafe { out.as_mut() }).js())
 }

@@ -59,17 +59,21 @@ impl Recorder<'_> {
         let id = match c {
             Constant::Number(bits) => self.g.leaf(Op::Const, Shape::Scalar, &[f64::from_bits(bits)])?,
             Constant::Zeros(s) => self.g.leaf(Op::Const, s, &[])?,
-            Constant::Triangle { n, lower } => {
-                let data: Vec<f64> = (0..n * n).map(|k| ((k / n >= k % n) == lower || k / n == k % n) as u8 as f64).collect();
-                self.g.leaf(Op::Const, Shape::Matrix(n, n), &data)?
-            }
-            Constant::HalfLower(n) => {
-                let entry = |(i, j): (usize, usize)| if i > j { 1.0 } else if i == j { 0.5 } else { 0.0 };
-                let data: Vec<f64> = (0..n * n).map(|k| entry((k / n, k % n))).collect();
-                self.g.leaf(Op::Const, Shape::Matrix(n, n), &data)?
-            }
+            Constant::Triangle { n, lower } => self.mask(n, |i, j| ((i >= j) == lower || i == j) as u8 as f64)?,
+            Constant::HalfLower(n) => self.mask(n, |i, j| if i > j { 1.0 } else if i == j { 0.5 } else { 0.0 })?,
         };
         self.constants.insert(c, id);
+        Ok(id)
+    }
+
+    /// An n×n constant of entries `entry(i, j)`, written in place in the
+    /// arena (which refuses what it cannot hold, where a Vec would abort).
+    fn mask(&mut self, n: usize, entry: impl Fn(usize, usize) -> f64) -> Result<u32> {
+        let id = self.g.leaf(Op::Const, Shape::Matrix(n, n), &[])?;
+        let r = self.g.nodes[id as usize].range();
+        for (k, x) in self.g.values[r].iter_mut().enumerate() {
+            *x = entry(k / n, k % n);
+        }
         Ok(id)
     }
 

@@ -35,6 +35,20 @@ export function hold(replay) {
   if (held > BUDGET) releaseOldest(replay);
 }
 
+/**
+ * Mark `holder` as just called, first remaking its native plan with
+ * `make()` if the budget released it; whether it was remade.
+ */
+export function revive(holder, make) {
+  if (holder.plan !== null) {
+    touch(holder);
+    return false;
+  }
+  holder.plan = make();
+  hold(holder);
+  return true;
+}
+
 /** Mark `replay` as just called. */
 export function touch(replay) {
   replay.used = ++tick;

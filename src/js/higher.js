@@ -6,7 +6,7 @@
 // three record the same ops in the same order.
 
 import { N } from './binding.js';
-import { hold, touch } from './budget.js';
+import { hold, revive, touch } from './budget.js';
 import { record, scalarRootError } from './drivers.js';
 import { MAX_VALUES, fmtShape, formOf, isMapForm, plainArray, readOnce, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
 import { CONST, LEAF, Var, asTensor, current, evaluationTape, leafVar, nodeAdjoint, retire, setCurrent, sweep, variable } from './tape.js';
@@ -308,12 +308,7 @@ class DerivedPlan {
   }
 
   native() {
-    if (this.plan === null) {
-      this.plan = this.make(this.base.native());
-      hold(this);
-    } else {
-      touch(this);
-    }
+    revive(this, () => this.make(this.base.native()));
     return this.plan;
   }
 
@@ -492,7 +487,7 @@ export function attachDerivatives(c, resolve, eager) {
     const out = new Float64Array(m * q);
     try {
       // Forward mode where it takes fewer passes: one per parameter value against one per output.
-      if (q < m) N.planJacobian(tangentOf(base).native(), true, packArgs(base, x, inputs), out);
+      if (q < m) N.planJacobian(tangentOf(base).native(), packArgs(base, x, inputs), out);
       else {
         const point = new Float64Array(q + m);
         base.packPoint(x, point, 0);

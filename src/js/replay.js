@@ -5,7 +5,7 @@
 import { N } from './binding.js';
 import { MAX_VALUES, pointError } from './batching.js';
 import { mapPoint, packMap } from './mapcall.js';
-import { hold, touch } from './budget.js';
+import { hold, revive, touch } from './budget.js';
 import { scalarRootError } from './drivers.js';
 import {
   copyInto,
@@ -140,13 +140,7 @@ export class Replay {
 
   /** The native plan, rebuilt if the budget released it (src/js/budget.js). */
   native() {
-    if (this.plan === null) {
-      this.plan = this.rebuild();
-      N.planBind(this.plan, this.flat, this.gradFlat);
-      hold(this);
-    } else {
-      touch(this);
-    }
+    if (revive(this, this.rebuild)) N.planBind(this.plan, this.flat, this.gradFlat);
     return this.plan;
   }
 

@@ -376,16 +376,10 @@ export function loadWasm(bytes = wasmBytes()) {
       id(X.plan_output(live(h), i, out.length));
       get64(2, out);
     },
-    planJacobian(h, forward, flat, out) {
+    planJacobian(h, flat, out) {
       const n = put64(0, flat);
       reserve(2, out.length * 8);
-      id(X.plan_jacobian(live(h), forward, n, out.length));
-      get64(2, out);
-    },
-    planHessian(h, flat, out) {
-      const n = put64(0, flat);
-      reserve(2, out.length * 8);
-      id(X.plan_hessian(live(h), n, out.length));
+      id(X.plan_jacobian(live(h), n, out.length));
       get64(2, out);
     },
 

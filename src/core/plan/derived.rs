@@ -113,16 +113,4 @@ impl Plan {
             None => fail!("plan has no output {i}"),
         }
     }
-
-    /// Sweep adjoints back from the root seeded with `seed` (its size).
-    pub fn backward_seeded(&mut self, seed: &[f64]) -> Result<()> {
-        let r = self.graph.nodes[self.root as usize].range();
-        if seed.len() != r.len() {
-            return fail!("seed has {} elements but the root holds {}", seed.len(), r.len());
-        }
-        self.clear_adjoints();
-        self.adj[r].copy_from_slice(seed);
-        self.sweep();
-        Ok(())
-    }
 }

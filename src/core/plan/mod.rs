@@ -372,41 +372,29 @@ impl Plan {
 
 /// Evaluate `steps` in order; with `CARRY`, as `Plan::forward_with` says.
 fn run_steps<const CARRY: bool>(g: &mut Graph, steps: &[Step]) -> Result<()> {
-    {
-        let mut last = 0.0;
-        for step in steps {
-            match *step {
-                Step::Scalar(s) => {
-                    let x = if CARRY && s.carried & 1 != 0 { last } else { g.values[s.a as usize] };
-                    let y = if CARRY && s.carried & 2 != 0 { last } else { g.values[s.b as usize] };
-                    last = scalar::value(s.formula, s.k, x, y);
-                    g.values[s.out as usize] = last;
-                }
-                Step::Node(id) => eval(&g.nodes, id as usize, &mut g.values, &mut g.aux)?,
+    let mut last = 0.0;
+    for step in steps {
+        match *step {
+            Step::Scalar(s) => {
+                let x = if CARRY && s.carried & 1 != 0 { last } else { g.values[s.a as usize] };
+                let y = if CARRY && s.carried & 2 != 0 { last } else { g.values[s.b as usize] };
+                last = scalar::value(s.formula, s.k, x, y);
+                g.values[s.out as usize] = last;
             }
+            Step::Node(id) => eval(&g.nodes, id as usize, &mut g.values, &mut g.aux)?,
         }
-        Ok(())
     }
+    Ok(())
 }
 
 impl Plan {
-
     /// Sweep adjoints back from a scalar root seeded with 1.
     pub fn backward(&mut self) {
-        self.clear_adjoints();
-        self.adj[self.graph.nodes[self.root as usize].val] = 1.0;
-        self.sweep();
-    }
-
-    fn clear_adjoints(&mut self) {
         for &(a, b) in &self.clear {
             self.adj[a..b].fill(0.0);
         }
-    }
-
-    /// The sweep itself, from the adjoints as they are.
-    fn sweep(&mut self) {
         let g = &mut self.graph;
+        self.adj[g.nodes[self.root as usize].val] = 1.0;
         let adj = &mut self.adj;
         for step in &self.backward {
             match *step {
