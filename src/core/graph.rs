@@ -159,6 +159,26 @@ impl Graph {
         Graph { no_merging: true, ..Graph::default() }
     }
 
+    /// A copy, or an Error where `clone` would abort the process: a plan
+    /// from untrusted JSON may declare arenas near the cap on values.
+    pub fn try_clone(&self) -> Result<Graph> {
+        fn copy<T: Clone>(v: &[T]) -> Result<Vec<T>> {
+            let mut out = Vec::new();
+            if out.try_reserve_exact(v.len()).is_err() {
+                return fail!("out of memory: cannot hold {} more values", v.len());
+            }
+            out.extend_from_slice(v);
+            Ok(out)
+        }
+        Ok(Graph {
+            nodes: copy(&self.nodes)?,
+            values: copy(&self.values)?,
+            aux: copy(&self.aux)?,
+            merged: self.merged.clone(),
+            no_merging: self.no_merging,
+        })
+    }
+
     /// Forget every node, keeping the arenas' capacity.
     pub fn clear(&mut self) {
         self.nodes.clear();
