@@ -442,9 +442,10 @@ export function attachDerivatives(c, resolve, eager) {
     inputs = readOnce(inputs);
     const base = resolve(x, inputs, 'hvp');
     if (base === null) return eager.hvp(x, v, inputs);
-    if (base.rootShape.length !== 0) throw scalarRootError('hvp', base.rootShape);
     const tp = tangentOf(base);
+    // The tangent read first, as the eager hvp reads it: the same error first.
     const flat = tp.feed(x, v, inputs, 'hvp');
+    if (base.rootShape.length !== 0) throw scalarRootError('hvp', base.rootShape);
     const grads = new Float64Array(2 * tp.width);
     const h = tp.native();
     N.planRun(h, [flat, tp.layout], [grads, tp.gradLayout]);
