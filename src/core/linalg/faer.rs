@@ -103,6 +103,19 @@ pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: 
     trimatmul::matmul(dst, structure, Accum::Add, b, BlockStructure::Rectangular, xt, BlockStructure::Rectangular, -1.0, par);
 }
 
+/// `vzeroupper` where AVX is (`library.rs` calls it after each kernel here).
+/// Not inlined: the calling convention leaves no vector register live
+/// across a call, so clearing their upper halves here disturbs nothing.
+#[inline(never)]
+pub fn clean_upper_state() {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx") {
+        // SAFETY: AVX is present; vzeroupper only clears the upper halves
+        // of the vector registers, which no live value holds between calls.
+        unsafe { std::arch::asm!("vzeroupper", options(nomem, nostack, preserves_flags)) }
+    }
+}
+
 /// X = T⁻¹ B, or T⁻ᵀ B when `transposed`; reads only T's own triangle.
 #[allow(clippy::too_many_arguments)]
 pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x: &mut [f64], transposed: bool, par: Par) {

@@ -33,6 +33,18 @@ const MATRIX_SOLVE_FROM: usize = 12;
 #[cfg(not(target_arch = "wasm32"))]
 const SEQ: ::faer::Par = ::faer::Par::Seq;
 
+/// Run a faer kernel, then clear the vector registers' upper halves: its
+/// wide kernels can return with them dirty, and every SSE instruction
+/// after (the crate's baseline code, libm's exp) then waits on them. A GP
+/// gradient at n = 50 ran 2.1× slower after one Hessian-vector product
+/// (whose solve adjoints took faer's triangle product) until this.
+#[cfg(not(target_arch = "wasm32"))]
+fn faer<R>(kernel: impl FnOnce() -> R) -> R {
+    let r = kernel();
+    super::faer::clean_upper_state();
+    r
+}
+
 /// Whether every entry is finite. (x · 0 is 0 for finite x and NaN
 /// otherwise; summed in 8 lanes this vectorizes, where an early exit would
 /// not: it costs a few percent of the solve it guards.)
@@ -74,7 +86,7 @@ fn finite_triangle(t: &[f64], n: usize, lower: bool) -> bool {
 pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= LARGE_FROM && finite(&a[..n * n]) && super::cholesky::asymmetry(a, n).is_none() {
-        return super::faer::cholesky(a, n, l, SEQ);
+        return faer(|| super::faer::cholesky(a, n, l, SEQ));
     }
     let _ = (a, n, l);
     false
@@ -83,7 +95,7 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= ADJOINT_FROM && finite_triangle(l, n, true) && finite_triangle(lbar, n, true) {
-        super::faer::cholesky_adjoint(l, lbar, n, work, abar, SEQ);
+        faer(|| super::faer::cholesky_adjoint(l, lbar, n, work, abar, SEQ));
         return true;
     }
     let _ = (l, lbar, n, work, abar);
@@ -97,7 +109,7 @@ pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x
     }
     #[cfg(not(target_arch = "wasm32"))]
     if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite_triangle(t, n, lower) && finite(&b[..n * k]) {
-        super::faer::triangular_solve(t, n, lower, b, k, x, transposed, SEQ);
+        faer(|| super::faer::triangular_solve(t, n, lower, b, k, x, transposed, SEQ));
         return true;
     }
     false
@@ -109,7 +121,7 @@ pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x
 pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite(&bbar[..n * k]) && finite(&x[..n * k]) {
-        super::faer::triangular_solve_tbar(n, lower, bbar, x, k, tbar, SEQ);
+        faer(|| super::faer::triangular_solve_tbar(n, lower, bbar, x, k, tbar, SEQ));
         return true;
     }
     let _ = (n, lower, bbar, x, k, tbar);
@@ -138,7 +150,7 @@ fn nalgebra_vector_solve(t: &[f64], n: usize, lower: bool, b: &[f64], x: &mut [f
 pub fn lu_factor(a: &[f64], n: usize, lu: &mut [f64], perm: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if let Some(amax) = (n >= LU_FROM).then(|| finite_max_abs(&a[..n * n])).flatten() {
-        super::faer::lu_factor(a, n, lu, perm, SEQ);
+        faer(|| super::faer::lu_factor(a, n, lu, perm, SEQ));
         let tol = n as f64 * f64::EPSILON * amax;
         return (0..n).all(|j| {
             let p = lu[j * n + j].abs();
@@ -157,7 +169,7 @@ pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut
         && finite(&lu[..n * n])
         && finite(&b[..n * k])
     {
-        return super::faer::lu_solve(lu, perm, n, b, k, x, transposed, SEQ);
+        return faer(|| super::faer::lu_solve(lu, perm, n, b, k, x, transposed, SEQ));
     }
     let _ = (lu, perm, n, b, k, x, transposed);
     false
