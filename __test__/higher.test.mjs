@@ -33,8 +33,8 @@ import {
   gpData, gp, gpParams, gpExact,
   rdData, rd, rdValue, rdJacobian,
   mlpSetup, mlp, mlpDirection, mlpHVP, mlpFlat,
-} from '../../shared/bench/higher.mjs';
-import { regressionHand } from '../../shared/bench/models.mjs';
+} from '../bench/higher-models.mjs';
+import { regressionHand } from '../bench/models.mjs';
 
 const FD_TOL = 1e-6; // finite differences against autodiff
 const FD_STEP = 1e-5; // central differences: truncation ~h², rounding ~eps/h

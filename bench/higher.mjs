@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import * as G from '../index.js';
 import { measure } from './measure.mjs';
-import * as H from '../../shared/bench/higher.mjs';
+import * as H from './higher-models.mjs';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
