@@ -7,12 +7,16 @@
 // process (one process holds one core).
 //
 //   node bench/higher.mjs [--quick] [--no-wasm] [workload ...]
+//
+// A full run (no --quick, no filter) records its medians in
+// bench/results.json and redraws docs/speed.svg (bench/chart.mjs).
 
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import * as G from '../index.js';
 import { measure } from './measure.mjs';
+import { machine, recordResults, writeChart } from './chart.mjs';
 import * as H from './higher-models.mjs';
 
 const argv = process.argv.slice(2);
@@ -155,4 +159,24 @@ for (const r of rows) {
       .toExponential(1)
       .padStart(14)} | ${cost}`,
   );
+}
+
+if (!quick && filters.length === 0) {
+  recordResults('higher', {
+    date: new Date().toISOString().slice(0, 10),
+    command: `node bench/higher.mjs${argv.includes('--no-wasm') ? ' --no-wasm' : ''}`,
+    machine: machine(),
+    unit: 'µs per call, median of batch means; first: µs of the first call (trace and plan); error: largest relative error against the exact reference',
+    rows: rows.map((r) => ({
+      name: r.name,
+      kind: r.kind,
+      native: r.median,
+      wasm: wasm.find((x) => x.name === r.name)?.median ?? null,
+      first: r.first,
+      error: r.error,
+      ...(r.gradient !== undefined ? { gradient: r.gradient } : {}),
+      ...(r.differences !== undefined ? { differences: r.differences } : {}),
+    })),
+  });
+  console.log(`\nRecorded in bench/results.json; drew ${writeChart()}.`);
 }

@@ -7,6 +7,9 @@
 //   node bench/run.mjs gp mlp          only workloads whose name contains a filter
 //   node bench/run.mjs --no-wasm       the native addon only
 //
+// A full run (no --quick, no filter) records its medians in
+// bench/results.json and redraws docs/speed.svg (bench/chart.mjs).
+//
 // The WebAssembly column comes from a second process (the same script with
 // TANGENT_GRAD_WASM=1 and --child), since one process holds one core.
 //
@@ -22,6 +25,7 @@ import { gzipSync } from 'node:zlib';
 import os from 'node:os';
 import * as G from '../index.js';
 import { measure } from './measure.mjs';
+import { machine, recordResults, writeChart } from './chart.mjs';
 import {
   regressionData, regression, regressionParams, regressionHand, gpData, gp, mlpSetup, mlp,
 } from './models.mjs';
@@ -221,3 +225,21 @@ console.log(
   `\nTargets missed: ${misses.length === 0 ? 'none' : misses.join(', ')}` +
     (quick ? ' (--quick timings are not meaningful)' : ''),
 );
+
+if (!quick && filters.length === 0) {
+  const pick = ({ median, min, max }) => ({ median, min, max });
+  recordResults('valueAndGrad', {
+    date: new Date().toISOString().slice(0, 10),
+    command: `node bench/run.mjs${withWasm ? '' : ' --no-wasm'}`,
+    machine: machine(),
+    unit: 'µs per call, median of batch means (min, max)',
+    rows: rows.map(({ w, te, tc, th }) => ({
+      name: w.name,
+      eager: pick(te),
+      compiled: pick(tc),
+      ...(th ? { hand: pick(th) } : {}),
+      ...(wasm ? { wasm: { eager: pick(wasm.get(w.name).te), compiled: pick(wasm.get(w.name).tc) } } : {}),
+    })),
+  });
+  console.log(`\nRecorded in bench/results.json; drew ${writeChart()}.`);
+}
