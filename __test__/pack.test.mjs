@@ -22,6 +22,7 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 let work; // temporary directory for the tarball and the consumer projects
 let tarball;
 let packedFiles;
+let packInfo; // npm pack's JSON for the tarball: files, size, unpackedSize
 
 /** The environment for a nested npm: none of the outer `npm test`'s package and lifecycle variables. */
 function cleanEnv(extra = {}) {
@@ -123,6 +124,7 @@ before(() => {
   assert.equal(r.status, 0, `npm pack failed:\n${r.stdout}\n${r.stderr}`);
   const [info] = JSON.parse(r.stdout);
   tarball = join(work, info.filename);
+  packInfo = info;
   packedFiles = info.files.map((f) => f.path);
 });
 
@@ -148,6 +150,45 @@ test('the tarball holds the loader, typings, binary, sources and install script,
     'npm run build && npm run build:wasm',
     'prepack must build the loader binding.cjs and the WebAssembly core that the tarball ships',
   );
+});
+
+// Every file the tarball may hold, by pattern: anything else (a test, a
+// benchmark's scratch output, build output under target/, notes) fails here.
+const SHIPPED = [
+  /^(package\.json|README\.md|LICENSE)$/,
+  /^index\.(js|d\.ts)$/,
+  /^binding\.(cjs|d\.ts)$/, // napi's loader and its typings (build output)
+  /^grad\.[a-z0-9]+-[a-z0-9]+(-[a-z]+)?\.node$/, // this platform's addon (build output)
+  /^src\/js\/([a-z][a-z0-9_]*|grad\.wasm)\.js$/, // the JavaScript side, and grad.wasm.js (build output)
+  /^src\/([a-z_]+\/)*[a-z][a-z0-9_]*\.rs$/, // the Rust sources, for a build from source
+  /^(Cargo\.toml|Cargo\.lock|build\.rs|npm\/install\.mjs)$/,
+  /^benches\/(replay|linalg|plan_read)\.rs$/, // Cargo.toml's [[bench]] targets: cargo reads them
+];
+const BUILD_OUTPUT = /^(binding\.(cjs|d\.ts)|grad\.[^/]+\.node|src\/js\/grad\.wasm\.js)$/;
+
+// The size budget, about 25% above what the tarball weighed on 2026-12-01
+// (linux-x64-gnu, release build: 1,777,293 bytes packed, 6,355,189 unpacked,
+// 72 files; the addon is 4.97 MB of it, grad.wasm.js 0.68 MB). Growing past
+// it should be a decision, not an accident.
+const PACKED_BUDGET = 2_225_000;
+const UNPACKED_BUDGET = 7_950_000;
+
+test('the tarball holds only what the package means to ship, within its size budget', () => {
+  const unexpected = packedFiles.filter((f) => !SHIPPED.some((re) => re.test(f)));
+  assert.deepEqual(unexpected, [], `files the tarball should not hold (package.json "files")`);
+  assert.deepEqual(packedFiles.filter((f) => /(^|\/)tests?(\/|\.rs$)|\.test\./.test(f)), [], 'no tests, the Rust unit tests included');
+  assert.deepEqual(packedFiles.filter((f) => f.endsWith('.node')), [builtBinary()], 'exactly one addon, this platform\'s');
+
+  // No scratch: every file but the build's output is one git tracks, so an
+  // untracked file lying in src/ is not published by accident.
+  const git = spawnSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' });
+  assert.equal(git.status, 0, `git ls-files (this test needs a git checkout and git): ${git.error ?? git.stderr}`);
+  const tracked = new Set(git.stdout.split('\0'));
+  const untracked = packedFiles.filter((f) => !BUILD_OUTPUT.test(f) && !tracked.has(f));
+  assert.deepEqual(untracked, [], 'files git does not track: commit them or remove them before packing');
+
+  assert.ok(packInfo.size <= PACKED_BUDGET, `the tarball is ${packInfo.size} bytes, past its budget of ${PACKED_BUDGET}`);
+  assert.ok(packInfo.unpackedSize <= UNPACKED_BUDGET, `unpacked it is ${packInfo.unpackedSize} bytes, past its budget of ${UNPACKED_BUDGET}`);
 });
 
 test('index.d.ts declares exactly the runtime exports', () => {
