@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import * as G from '../index.js';
-import { BUDGET } from '../src/js/budget.js';
+import { BUDGET, MOST_RELEASED, stats } from '../src/js/budget.js';
 import { regressionData, regression, regressionParams, mlpSetup, mlp } from '../bench/models.mjs';
 
 const full = process.env.SOAK === 'full';
@@ -234,4 +234,82 @@ test(`making, calling and dropping ${LOOPS} compiled functions without yielding 
   // ~24 MB of wrappers awaiting the event loop, which put RSS at 89–102 MB,
   // too close to any fixed bound to test.
   assert.ok(r.native < BUDGET / 2 ** 20 + 32, line);
+});
+
+// Plan churn (bench/churn.mjs, shorter): small compiled functions, each
+// capturing a fresh 20×3 matrix, made, called once and dropped without
+// yielding. Past the budget, each new plan frees about as much as it adds,
+// a few plans at a time: no call frees every stale plan at once (that took
+// 80-600 ms, once per ~15 000 plans). And the budget keeps no dropped
+// function's traced graph: after a collection, V8's heap is back near where
+// it started (holding them kept ~25 000 graphs, ~180 MB, until released).
+const CHURN = full ? 100_000 : 20_000;
+
+test(`${CHURN} small compiled functions made and dropped: plans freed a few per call, no graph kept`, { timeout: 600_000 }, () => {
+  const params = [0.5, -0.25, 1];
+  const released = stats.released;
+  stats.mostAtOnce = 0;
+  gc();
+  const start = process.memoryUsage();
+  let peak = 0;
+  let worst = 0;
+  for (let k = 0; k < CHURN; k++) {
+    const X = [];
+    for (let i = 0; i < 20; i++) X.push([Math.sin(k + i), Math.cos(k - i), (k % 7) + i / 20]);
+    const f = G.compile((p) => G.sum(G.matmul(X, p)));
+    const value = f(params).value;
+    // Σᵢ Σⱼ Xᵢⱼ pⱼ, summed here in another order.
+    let expected = 0;
+    for (const row of X) expected += row[0] * params[0] + row[1] * params[1] + row[2] * params[2];
+    worst = Math.max(worst, Math.abs(value - expected));
+    if (k % 500 === 0) peak = Math.max(peak, process.memoryUsage().rss - start.rss);
+  }
+  const end = process.memoryUsage();
+  gc();
+  gc();
+  const heap = (process.memoryUsage().heapUsed - start.heapUsed) / 2 ** 20;
+  peak = Math.max(peak, end.rss - start.rss) / 2 ** 20;
+  const line =
+    `churn: ${CHURN} plans, ${stats.released - released} released, at most ${stats.mostAtOnce} by one call; ` +
+    `RSS peak +${peak.toFixed(1)} MB, V8's heap after a collection +${heap.toFixed(1)} MB`;
+  console.log(line);
+  assert.ok(worst < 1e-12, `a value off by ${worst}`);
+  // The budget was crossed, many times over.
+  assert.ok(stats.released - released > CHURN / 2, line);
+  assert.ok(stats.mostAtOnce >= 1 && stats.mostAtOnce <= MOST_RELEASED, line);
+  // Held plans are Helds of a few words each, not Replays with their graphs.
+  assert.ok(heap < 16, line);
+  // The budget, the slots napi frees only when the event loop turns, V8's
+  // young generation, and slack.
+  assert.ok(peak < BUDGET / 2 ** 20 + 100, line);
+});
+
+// A released plan's external is reused for the next plan built
+// (src/js/budget.js, build): its old owner, still alive, must rebuild its own
+// and never run the plan now in it, even when that external is the one
+// last selected for a call (src/js/replay.js, runBound).
+test('a released plan whose external now holds another plan rebuilds its own, bit-identically', () => {
+  const A = Array.from({ length: 20 }, (_, i) => [Math.sin(i), Math.cos(i), i / 7]);
+  const f = G.compile((p) => G.sum(G.tanh(G.matmul(A, p))));
+  const g = G.compile((p) => G.sum(G.mul(p, p)));
+  const p = [0.3, -0.2, 0.1];
+  const first = { f: f(p), fv: f.value(p), fh: f.hvp(p, [1, 0, 0]), g: g(p) };
+  const released = stats.released;
+  // Enough plans to release f's and g's twice over.
+  const churn = Math.ceil((2 * BUDGET) / 2048);
+  let last = null;
+  for (let k = 0; k < churn; k++) {
+    const X = [[k, 1, 2]];
+    last = G.compile((q) => G.sum(G.matmul(X, q)));
+    last(p);
+  }
+  assert.ok(stats.released - released > churn / 2, 'the budget released too few plans');
+  // f and g were released (their externals reused), last was not.
+  for (let round = 0; round < 3; round++) {
+    assert.deepEqual(f(p), first.f);
+    assert.deepEqual(last(p).value, (churn - 1) * 0.3 - 0.2 + 0.2);
+    assert.deepEqual(g(p), first.g);
+    assert.deepEqual(f.value(p), first.fv);
+    assert.deepEqual(f.hvp(p, [1, 0, 0]), first.fh);
+  }
 });

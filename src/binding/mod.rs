@@ -249,9 +249,13 @@ pub fn tape_finish(t: u32, root: u32, swept: bool, leaves: &[u32], mut out: Floa
 /// inside another on the same plan (from a getter the call ran).
 pub struct PlanCell(Rc<PlanSlot>);
 
+/// The plan and its bound buffers are boxed: a released plan's slot lives
+/// on until its external's finalizer, which Node runs only when the event
+/// loop turns, so a loop that makes and drops compiled functions keeps
+/// every slot it released until then: a few words each, not a whole `Plan`.
 pub struct PlanSlot {
-    plan: RefCell<Option<Plan>>,
-    bound: RefCell<Option<Bound>>,
+    plan: RefCell<Option<Box<Plan>>>,
+    bound: RefCell<Option<Box<Bound>>>,
 }
 
 impl std::ops::Deref for PlanCell {
@@ -276,34 +280,53 @@ fn with_plan<R>(p: &PlanSlot, f: impl FnOnce(&mut Plan) -> Result<R>) -> Result<
         return Err(Error::new(Status::GenericFailure, "a compiled function cannot be called from inside its own call"));
     };
     match slot.as_mut() {
-        Some(plan) => f(plan),
+        Some(plan) => f(plan.as_mut()),
         None => Err(Error::new(Status::GenericFailure, "this plan was released")),
     }
 }
 
-/// V8 is told of the plan's bytes (napi's size hint adjusts external
+/// A new external for `plan`, or `plan` put into `into`, a plan the budget
+/// released (src/js/budget.js; `None` then). With released externals
+/// reused, a loop that makes and drops compiled functions leaves the
+/// collector no dead external per plan: V8 runs a dead external's weak
+/// callback in its pause (the ~20 000 such a loop left between two full
+/// collections took 50-130 ms), and Node frees what napi keeps for one only
+/// when the event loop turns.
+///
+/// V8 is told of a new plan's bytes (napi's size hint adjusts external
 /// memory, and reverses it when the external is collected), so that the
-/// collector weighs a dropped plan by what it frees.
-fn plan_external(plan: Plan) -> External<PlanCell> {
+/// collector weighs a dropped plan by what it frees. A reused external
+/// keeps its first plan's hint.
+fn plan_external(plan: Plan, into: Option<&External<PlanCell>>) -> Result<Option<External<PlanCell>>> {
+    if let Some(cell) = into {
+        let Ok(mut slot) = cell.plan.try_borrow_mut() else {
+            return Err(Error::new(Status::GenericFailure, "a plan cannot be remade during its own call"));
+        };
+        if slot.is_some() {
+            return Err(Error::new(Status::GenericFailure, "a plan is remade only into a released one"));
+        }
+        *slot = Some(Box::new(plan));
+        return Ok(None);
+    }
     let bytes = plan.bytes();
-    let slot = PlanSlot { plan: RefCell::new(Some(plan)), bound: RefCell::new(None) };
-    External::new_with_size_hint(PlanCell(Rc::new(slot)), bytes)
+    let slot = PlanSlot { plan: RefCell::new(Some(Box::new(plan))), bound: RefCell::new(None) };
+    Ok(Some(External::new_with_size_hint(PlanCell(Rc::new(slot)), bytes)))
 }
 
 #[napi(catch_unwind)]
-pub fn plan_build(t: u32, root: u32, params: &[u32], inputs: &[u32]) -> Result<External<PlanCell>> {
-    api::plan_build(t, root, params, inputs).js().map(plan_external)
+pub fn plan_build(t: u32, root: u32, params: &[u32], inputs: &[u32], into: Option<&External<PlanCell>>) -> Result<Option<External<PlanCell>>> {
+    api::plan_build(t, root, params, inputs).js().and_then(|plan| plan_external(plan, into))
 }
 
 #[napi(catch_unwind)]
-pub fn plan_from_json(text: String) -> Result<External<PlanCell>> {
-    api::plan_from_json(&text).js().map(plan_external)
+pub fn plan_from_json(text: String, into: Option<&External<PlanCell>>) -> Result<Option<External<PlanCell>>> {
+    api::plan_from_json(&text).js().and_then(|plan| plan_external(plan, into))
 }
 
 /// A plan object as src/js/parts.js encodes it.
 #[napi(catch_unwind)]
-pub fn plan_from_parts(stream: &[f64], strings: String) -> Result<External<PlanCell>> {
-    api::plan_from_parts(stream, &strings).js().map(plan_external)
+pub fn plan_from_parts(stream: &[f64], strings: String, into: Option<&External<PlanCell>>) -> Result<Option<External<PlanCell>>> {
+    api::plan_from_parts(stream, &strings).js().and_then(|plan| plan_external(plan, into))
 }
 
 /// Bytes the plan holds (0 once released).
@@ -419,7 +442,7 @@ pub fn plan_bind(p: &External<PlanCell>, flat: Float64Array, grad: Float64Array)
     let Ok(mut bound) = p.bound.try_borrow_mut() else {
         return Err(Error::new(Status::GenericFailure, "a plan cannot be bound during its own call"));
     };
-    *bound = Some(Bound { flat, grad });
+    *bound = Some(Box::new(Bound { flat, grad }));
     Ok(())
 }
 
@@ -452,7 +475,7 @@ pub fn plan_run_selected() -> Result<f64> {
     let Ok(mut bound) = p.bound.try_borrow_mut() else {
         return Err(Error::new(Status::GenericFailure, "a compiled function cannot be called from inside its own call"));
     };
-    let Some(Bound { flat, grad }) = bound.as_mut() else {
+    let Some(Bound { flat, grad }) = bound.as_deref_mut() else {
         return Err(Error::new(Status::GenericFailure, "this plan has no bound buffers"));
     };
     // SAFETY: two distinct arrays (JavaScript binds two), alive while bound.
@@ -493,14 +516,14 @@ pub fn tape_jvp(t: u32, root: u32, leaves: &[u32], tangents: &[u32]) -> Result<u
 
 /// The plan of a plan's tangent (`Plan::tangent_plan`).
 #[napi(catch_unwind)]
-pub fn plan_tangent(p: &External<PlanCell>) -> Result<External<PlanCell>> {
-    with_plan(p, |p| p.tangent_plan().js()).map(plan_external)
+pub fn plan_tangent(p: &External<PlanCell>, into: Option<&External<PlanCell>>) -> Result<Option<External<PlanCell>>> {
+    with_plan(p, |p| p.tangent_plan().js()).and_then(|plan| plan_external(plan, into))
 }
 
 /// The plan of wᵀ·(the root) (`Plan::row_plan`), whose gradients are a Jacobian's rows.
 #[napi(catch_unwind)]
-pub fn plan_rows(p: &External<PlanCell>) -> Result<External<PlanCell>> {
-    with_plan(p, |p| p.row_plan().js()).map(plan_external)
+pub fn plan_rows(p: &External<PlanCell>, into: Option<&External<PlanCell>>) -> Result<Option<External<PlanCell>>> {
+    with_plan(p, |p| p.row_plan().js()).and_then(|plan| plan_external(plan, into))
 }
 
 /// Output `i`'s value after the last replay, into `out`.

@@ -3,68 +3,183 @@
 // compiled functions without yielding kept every plan it made (10^4 of them
 // held 2.3 GB). So the plans alive on this thread share a byte budget. Past
 // it, the least recently called are released, their memory freed at once,
-// and each rebuilds from its plan's text on its next call, bit-identical
-// (a plan from JSON replays exactly as the traced one).
+// and each rebuilds from its plan's text on its next call, bit-identical (a
+// plan from JSON replays exactly as the traced one). A working set of plans
+// in use is never rebuilt over and over.
+//
+// Such a loop must neither stall nor grow (bench/churn.mjs measures both):
+// - Releasing is spread over the plans that cross the budget: each new plan
+//   releases about as much as it adds, a few plans at a time, from the
+//   front of a queue in O(1) each. (Releasing every stale plan in one call,
+//   after a sort of them all, took 80-300 ms once per ~15 000 plans, most
+//   of it in 15 000 native frees.)
+// - The budget holds a plan's Held (its native plan, bytes, last call),
+//   never the Replay that owns it: a dropped compiled function, its traced
+//   graph and the text it would rebuild from are garbage at once. (Holding
+//   the Replays kept ~30 000 traced graphs, over 200 MB, until released.)
+// - A released plan's napi external is kept as a spare, and the next plan
+//   built goes into it rather than into a new one (src/binding/mod.rs,
+//   plan_external): V8 runs a dead external's weak callback in a full
+//   collection's pause (~20 000 of them took 50-130 ms), and napi keeps what
+//   it allocated for one until the event loop turns (~0.5 KB a plan).
 
 import { N } from './binding.js';
 
 /**
- * Past BUDGET bytes, plans not called in the last RECENT calls are released,
- * least recently called first, down to half the budget; past HARD_CAP, any
- * but the one being called. So a loop that drops its plans stays within
- * the budget, while a working set of plans in use is never rebuilt over
- * and over unless it alone passes the hard cap.
+ * Past BUDGET bytes, each new plan releases plans not called in the last
+ * RECENT calls, least recently called first, until the plans fit again or
+ * it has released at least its own bytes and MOST_RELEASED plans; past
+ * HARD_CAP, any but the one being called. "Least recently called" is a
+ * queue's order, in which a plan called since it was queued (beyond the
+ * calls that follow its making) gets one more turn at the back. So a loop
+ * that drops its plans stays near the budget, while a working set of plans
+ * in use is never rebuilt over and over unless it alone passes the hard
+ * cap. A plan counts its bytes (N.planBytes) and PER_PLAN more, what its
+ * allocations, external and Held cost beside (0.6-1.8 KB measured): a
+ * small plan's bytes are half of what it holds.
  */
-export const BUDGET = 64 * 2 ** 20;
-const HARD_CAP = 4 * BUDGET;
+export const BUDGET = 16 * 2 ** 20;
+const HARD_CAP = 256 * 2 ** 20;
 const RECENT = 64;
+const PER_PLAN = 2048;
+/** Plans one new plan releases at most, once it has released its own bytes. */
+export const MOST_RELEASED = 16;
+/** Plans in use one new plan passes over at most before it stops releasing. */
+const MOST_PASSED = 256;
+/** Released externals kept for new plans (src/binding/mod.rs, plan_external). */
+const MOST_SPARES = 64;
 
 let tick = 0;
 let held = 0;
-/** How many plans the budget has released, for tests. */
-export const stats = { released: 0 };
-/** Replays whose native plan is alive, with its bytes. */
-const holders = new Set();
+/**
+ * For tests: how many plans the budget has released, and the most that one
+ * new plan released.
+ */
+export const stats = { released: 0, mostAtOnce: 0 };
 
-/** Count `replay`'s new native plan against the budget, releasing others past it. */
-export function hold(replay) {
-  replay.bytes = N.planBytes(replay.plan);
-  held += replay.bytes;
-  holders.add(replay);
-  touch(replay);
-  if (held > BUDGET) releaseOldest(replay);
+/** The live plans' Helds, queued at the back and taken from the front. */
+let queue = [];
+let front = 0;
+/** Released externals a new plan can be built into; none if the binding makes new ones anyway (WebAssembly). */
+const spares = [];
+let recycles = true;
+
+/** A native plan under the budget: what its owner holds and the budget queues. */
+class Held {
+  constructor(plan) {
+    /** The native plan, null once released. */
+    this.plan = plan;
+    this.bytes = 0;
+    /** Ticks of its last call and of its last queueing. */
+    this.used = 0;
+    this.queued = 0;
+    /** The plan's replicas for batch and async calls (src/batch.rs), dropped with it. */
+    this.pool = undefined;
+  }
 }
 
 /**
- * Mark `holder` as just called, first remaking its native plan with
- * `make()` if the budget released it; whether it was remade.
+ * A new native plan: `make(into)`, where `into` is a released external
+ * (or null) that the napi binding puts the plan into, returning null.
  */
-export function revive(holder, make) {
-  if (holder.plan !== null) {
-    touch(holder);
+export function build(make) {
+  const into = spares.length > 0 ? spares.pop() : null;
+  let plan;
+  try {
+    plan = make(into);
+  } catch (e) {
+    if (into !== null) spares.push(into);
+    throw e;
+  }
+  if (plan === null || plan === undefined) return into;
+  if (into !== null) {
+    // A binding that always makes a new plan: keep no spares.
+    recycles = false;
+    spares.length = 0;
+  }
+  return plan;
+}
+
+/** Put `plan`, just made, under the budget; its Held, releasing others past the budget. */
+export function hold(plan) {
+  const h = new Held(plan);
+  enqueue(h);
+  return h;
+}
+
+/**
+ * Mark `h` as just called, first remaking its native plan with
+ * `build(make)` if the budget released it; whether it was remade.
+ */
+export function revive(h, make) {
+  if (h.plan !== null) {
+    h.used = ++tick;
     return false;
   }
-  holder.plan = make();
-  hold(holder);
+  h.plan = build(make);
+  enqueue(h);
   return true;
 }
 
-/** Mark `replay` as just called. */
-export function touch(replay) {
-  replay.used = ++tick;
+/** Mark `h` as just called. */
+export function touch(h) {
+  h.used = ++tick;
 }
 
-function releaseOldest(keep) {
-  const oldest = [...holders].sort((a, b) => a.used - b.used);
-  for (const r of oldest) {
-    if (held <= BUDGET / 2) break;
-    const stale = r.used < tick - RECENT;
-    if (r === keep || (!stale && held <= HARD_CAP)) continue;
-    N.planRelease(r.plan);
-    r.plan = null;
-    r.released();
-    held -= r.bytes;
-    holders.delete(r);
-    stats.released++;
+function enqueue(h) {
+  h.bytes = N.planBytes(h.plan) + PER_PLAN;
+  held += h.bytes;
+  h.used = h.queued = ++tick;
+  queue.push(h);
+  if (held > BUDGET) releaseSome(h);
+}
+
+function takeFront() {
+  const h = queue[front];
+  queue[front++] = undefined;
+  if (front === queue.length) {
+    queue.length = 0;
+    front = 0;
+  } else if (front >= 1024 && front * 2 >= queue.length) {
+    queue = queue.slice(front);
+    front = 0;
   }
+  return h;
+}
+
+/**
+ * Release plans from the front of the queue until they fit the budget, or
+ * until `keep` (just queued) has released MOST_RELEASED plans and at least
+ * its own bytes; plans it passes over go to the back, up to MOST_PASSED.
+ */
+function releaseSome(keep) {
+  let count = 0;
+  let freed = 0;
+  let passed = 0;
+  const queued = queue.length - front;
+  while (front < queue.length && held > BUDGET && (count < MOST_RELEASED || freed < keep.bytes)) {
+    const h = takeFront();
+    // In use: called since it was queued, later than the calls that follow
+    // a plan's making (which are not yet use).
+    const inUse = h.used > h.queued + RECENT;
+    if (h === keep || (held <= HARD_CAP && (inUse || h.used >= tick - RECENT))) {
+      if (inUse) h.queued = tick;
+      queue.push(h);
+      if (++passed === MOST_PASSED || passed === queued) break;
+      continue;
+    }
+    freed += h.bytes;
+    count++;
+    release(h);
+  }
+  stats.released += count;
+  if (count > stats.mostAtOnce) stats.mostAtOnce = count;
+}
+
+function release(h) {
+  N.planRelease(h.plan);
+  if (recycles && spares.length < MOST_SPARES) spares.push(h.plan);
+  h.plan = null;
+  h.pool = undefined;
+  held -= h.bytes;
 }

@@ -6,6 +6,7 @@ import { checkInputs, evaluate, record } from './drivers.js';
 import { HAND_BUILT, planText, serialize } from './plans.js';
 import { batchPoints, eagerBatch, emptyBatch, pointError, settle } from './batching.js';
 import { Replay, signature, signatureKey } from './replay.js';
+import { build } from './budget.js';
 import { ReadMap, readOnce, readOnceLazily } from './forms.js';
 import { runMap } from './mapcall.js';
 import { INPUT, retire } from './tape.js';
@@ -36,7 +37,7 @@ function traceEntry(f, x, inputs) {
   let plan;
   let rootShape;
   try {
-    plan = N.planBuild(r.t.h, r.root._id, ids(r.P.vars), ids(r.I ? r.I.vars : []));
+    plan = build((into) => N.planBuild(r.t.h, r.root._id, ids(r.P.vars), ids(r.I ? r.I.vars : []), into));
     // toJSON and a rebuild read the traced graph's constants and shapes:
     // read them now, so the trace's tape can go rather than wait for the
     // collector.
@@ -48,7 +49,7 @@ function traceEntry(f, x, inputs) {
   } finally {
     retire(r.t);
   }
-  const rebuild = () => N.planFromJson(planText(serialize(r)));
+  const rebuild = (into) => N.planFromJson(planText(serialize(r)), into);
   const replay = new Replay(
     plan,
     rebuild,

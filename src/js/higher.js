@@ -6,7 +6,7 @@
 // three record the same ops in the same order.
 
 import { N } from './binding.js';
-import { hold, revive, touch } from './budget.js';
+import { build, hold, revive, touch } from './budget.js';
 import { record, scalarRootError } from './drivers.js';
 import { MAX_VALUES, fmtShape, formOf, isMapForm, plainArray, readOnce, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
 import { CONST, LEAF, Var, asTensor, current, evaluationTape, leafVar, nodeAdjoint, retire, setCurrent, sweep, variable } from './tape.js';
@@ -303,24 +303,20 @@ class DerivedPlan {
   constructor(base, make) {
     this.base = base;
     this.make = make;
-    this.plan = make(base.native());
-    hold(this);
+    this.held = hold(build((into) => make(base.native(), into)));
   }
 
   native() {
-    revive(this, () => this.make(this.base.native()));
-    return this.plan;
+    revive(this.held, (into) => this.make(this.base.native(), into));
+    return this.held.plan;
   }
 
-  released() {
-    this._pool = undefined;
-  }
-
-  /** The plan's replicas for batches (src/batch.rs), made at the first. */
+  /** The plan's replicas for batches (src/batch.rs), made at the first and freed with the plan. */
   pool() {
-    if (this._pool === undefined) this._pool = N.planPool(this.native());
-    else touch(this);
-    return this._pool;
+    const h = this.held;
+    if (h.pool === undefined) h.pool = N.planPool(this.native());
+    else touch(h);
+    return h.pool;
   }
 
   /**

@@ -9,6 +9,7 @@ import { runMap } from './mapcall.js';
 import { batchPoints, emptyBatch, pointError, settle } from './batching.js';
 import { planParts } from './parts.js';
 import { Replay, sigOfShape, signature, signatureKey } from './replay.js';
+import { build } from './budget.js';
 
 export const HAND_BUILT =
   "toJSON: this objective holds a node built outside this package's ops, which cannot be replayed or serialized.";
@@ -170,8 +171,8 @@ export function compileFromJSON(json) {
   // An object goes encoded when it can (src/js/parts.js), else as text.
   const parts = typeof json === 'string' ? null : planParts(json);
   const text = parts !== null ? null : typeof json === 'string' ? json : textOf(json);
-  const rebuild = parts !== null ? () => N.planFromParts(parts.stream, parts.strings) : () => N.planFromJson(text);
-  const plan = rebuild();
+  const rebuild = parts !== null ? (into) => N.planFromParts(parts.stream, parts.strings, into) : (into) => N.planFromJson(text, into);
+  const plan = build(rebuild);
   // Names and shapes as the core read them from the text, not from getters
   // that might answer differently a second time.
   const slots = JSON.parse(N.planSlots(plan));

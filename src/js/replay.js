@@ -92,11 +92,11 @@ export function signatureKey(x, inputs) {
  * and fixed offsets in one flat buffer reused across calls.
  */
 export class Replay {
-  /** `rebuild()` makes the same native plan again, after the budget released it. */
+  /** `rebuild(into)` makes the same native plan again after the budget released it (src/js/budget.js, build). */
   constructor(plan, rebuild, map, keys, shapes, inputKeys, inputShapes, rootShape) {
-    this.plan = plan;
+    /** Its native plan, in the Held that the budget queues (src/js/budget.js): never this Replay. */
+    this.held = hold(plan);
     this.rebuild = rebuild;
-    hold(this);
     this.map = map;
     this.keys = keys;
     this.shapes = shapes;
@@ -140,13 +140,9 @@ export class Replay {
 
   /** The native plan, rebuilt if the budget released it (src/js/budget.js). */
   native() {
-    if (revive(this, this.rebuild)) N.planBind(this.plan, this.flat, this.gradFlat);
-    return this.plan;
-  }
-
-  /** Called by the budget when it frees the native plan (and with it the batch copies). */
-  released() {
-    this._pool = undefined;
+    const h = this.held;
+    if (revive(h, this.rebuild)) N.planBind(h.plan, this.flat, this.gradFlat);
+    return h.plan;
   }
 
   /** Whether this call's arguments have the shape signature the plan was built for. */
@@ -266,9 +262,10 @@ export class Replay {
 
   /** The plan's replicas for batch and async calls (src/batch.rs), made at the first. */
   pool() {
-    if (this._pool === undefined) this._pool = N.planPool(this.native());
-    else touch(this);
-    return this._pool;
+    const h = this.held;
+    if (h.pool === undefined) h.pool = N.planPool(this.native());
+    else touch(h);
+    return h.pool;
   }
 
   /** Values one point's parameters take. */
