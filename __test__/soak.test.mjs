@@ -279,9 +279,11 @@ test(`${CHURN} small compiled functions made and dropped: plans freed a few per 
   assert.ok(stats.mostAtOnce >= 1 && stats.mostAtOnce <= MOST_RELEASED, line);
   // Held plans are Helds of a few words each, not Replays with their graphs.
   assert.ok(heap < 16, line);
-  // The budget, the slots napi frees only when the event loop turns, V8's
-  // young generation, and slack.
-  assert.ok(peak < BUDGET / 2 ** 20 + 100, line);
+  // Loose (V8's young generation alone grows by 30-40 MB from a cold
+  // start): 75-105 MB here, from a cold start. Without the budget's
+  // spares, each dropped plan left ~0.5 KB of napi's until the event loop
+  // turned; without its Helds, ~7 KB of traced graph until released.
+  assert.ok(peak < 150, line);
 });
 
 // A released plan's external is reused for the next plan built

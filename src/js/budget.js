@@ -168,18 +168,28 @@ function releaseSome(keep) {
       if (++passed === MOST_PASSED || passed === queued) break;
       continue;
     }
-    freed += h.bytes;
-    count++;
-    release(h);
+    if (release(h)) {
+      freed += h.bytes;
+      count++;
+    } else {
+      queue.push(h);
+      if (++passed === MOST_PASSED || passed === queued) break;
+    }
   }
   stats.released += count;
   if (count > stats.mostAtOnce) stats.mostAtOnce = count;
 }
 
+/** Release `h`'s plan; false if it is in a call (a getter that call ran made plans), left for later. */
 function release(h) {
-  N.planRelease(h.plan);
+  try {
+    N.planRelease(h.plan);
+  } catch {
+    return false;
+  }
   if (recycles && spares.length < MOST_SPARES) spares.push(h.plan);
   h.plan = null;
   h.pool = undefined;
   held -= h.bytes;
+  return true;
 }
