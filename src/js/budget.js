@@ -37,8 +37,14 @@ import { N } from './binding.js';
  * cap. A plan counts its bytes (N.planBytes) and PER_PLAN more, what its
  * allocations, external and Held cost beside (0.6-1.8 KB measured): a
  * small plan's bytes are half of what it holds.
+ *
+ * The budget binds only when plans are made: a working set called again
+ * and again is spared whatever its size, so it is small. In a loop that
+ * makes and drops small plans the process grows by V8's heap (60-70 MB),
+ * ~20 MB more, and about the budget: +89 MB at 8 MB, +100 at 16, +125 at
+ * 32 (bench/churn.mjs, peaks).
  */
-export const BUDGET = 16 * 2 ** 20;
+export const BUDGET = 8 * 2 ** 20;
 const HARD_CAP = 256 * 2 ** 20;
 const RECENT = 64;
 const PER_PLAN = 2048;
