@@ -18,6 +18,7 @@
 //! that share the pool. A job thread that has just finished spins for the
 //! next job before it sleeps, as a batch thread does.
 
+use crate::core::linalg::threads::as_worker;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -132,6 +133,8 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
         f();
         return;
     }
+    // Each run is one evaluation sharing the cores (linalg/threads.rs).
+    let f: &(dyn Fn() + Sync) = &|| as_worker(f);
     let kept = keep(extra, most_kept).min(extra);
     let p = parked();
     // SAFETY (lifetime erasure): every offer is withdrawn or has ended before this returns.
@@ -172,7 +175,7 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
 /// own). Not under WebAssembly, where async calls run at the call.
 #[cfg(not(target_arch = "wasm32"))]
 mod jobs {
-    use super::{lock, next};
+    use super::{as_worker, lock, next};
     use std::collections::VecDeque;
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -219,7 +222,7 @@ mod jobs {
             // The caller, woken by the job just finished, likely waits for
             // this core: it settles that job's Promise and queues the next.
             let job = next(&jobs.queue, &jobs.queued, &jobs.asleep, std::thread::yield_now);
-            let _ = catch_unwind(AssertUnwindSafe(job));
+            let _ = catch_unwind(AssertUnwindSafe(|| as_worker(job)));
         }
     }
 }

@@ -1,9 +1,8 @@
 //! faer's kernels on views of our row-major slices, with no layout copies
-//! (native builds only; `library.rs` says when each one runs, always with
-//! `Par::Seq`: a batch already spreads points over the cores, and one
-//! partition of the work keeps a batch's results bit-identical to single
-//! calls). `benches/linalg.rs` times these same calls, sequential and on two
-//! threads.
+//! (native builds only; `library.rs` says when each one runs, and on how
+//! many threads: `Par::Seq`, or `Par::Rayon` for large matrices, which
+//! gives the same bits, `tests/threads.rs`). `benches/linalg.rs` times these
+//! same calls, sequential and on two threads.
 
 use ::faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use smallvec::SmallVec;

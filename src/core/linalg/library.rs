@@ -29,9 +29,30 @@ const LU_FROM: usize = 50;
 #[cfg(not(target_arch = "wasm32"))]
 const MATRIX_SOLVE_FROM: usize = 12;
 
-/// faer on the calling thread only (see `faer.rs`).
+/// faer on the calling thread only: below the sizes that follow, and for
+/// one right-hand side (faer's parallel matrix-vector product splits its
+/// sum, so its bits would depend on the thread count; O(n²) gains little).
 #[cfg(not(target_arch = "wasm32"))]
 const SEQ: ::faer::Par = ::faer::Par::Seq;
+
+/// Several threads (`threads.rs` says how many) for Cholesky and LU from
+/// this order on, and for a solve or product when its n²k flops reach
+/// this order's n³ (`benches/linalg.rs`, `faer-2t` against `faer-1t`).
+#[cfg(not(target_arch = "wasm32"))]
+const PARALLEL_FROM: usize = 400;
+
+/// faer's parallelism for a kernel of n²k multiply-adds.
+#[cfg(not(target_arch = "wasm32"))]
+fn par(n: usize, k: usize) -> ::faer::Par {
+    let from = PARALLEL_FROM * PARALLEL_FROM * PARALLEL_FROM;
+    if k < MATRIX_SOLVE_FROM || n.saturating_mul(n).saturating_mul(k) < from {
+        return SEQ;
+    }
+    match super::threads::for_kernel() {
+        1 => SEQ,
+        t => ::faer::Par::rayon(t),
+    }
+}
 
 /// Run a faer kernel, then clear the vector registers' upper halves: its
 /// wide kernels can return with them dirty, and every SSE instruction
@@ -86,7 +107,7 @@ fn finite_triangle(t: &[f64], n: usize, lower: bool) -> bool {
 pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= LARGE_FROM && finite(&a[..n * n]) && super::cholesky::asymmetry(a, n).is_none() {
-        return faer(|| super::faer::cholesky(a, n, l, SEQ));
+        return faer(|| super::faer::cholesky(a, n, l, par(n, n)));
     }
     let _ = (a, n, l);
     false
@@ -95,7 +116,7 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= ADJOINT_FROM && finite_triangle(l, n, true) && finite_triangle(lbar, n, true) {
-        faer(|| super::faer::cholesky_adjoint(l, lbar, n, work, abar, SEQ));
+        faer(|| super::faer::cholesky_adjoint(l, lbar, n, work, abar, par(n, n)));
         return true;
     }
     let _ = (l, lbar, n, work, abar);
@@ -109,7 +130,7 @@ pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x
     }
     #[cfg(not(target_arch = "wasm32"))]
     if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite_triangle(t, n, lower) && finite(&b[..n * k]) {
-        faer(|| super::faer::triangular_solve(t, n, lower, b, k, x, transposed, SEQ));
+        faer(|| super::faer::triangular_solve(t, n, lower, b, k, x, transposed, par(n, k)));
         return true;
     }
     false
@@ -121,7 +142,7 @@ pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x
 pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite(&bbar[..n * k]) && finite(&x[..n * k]) {
-        faer(|| super::faer::triangular_solve_tbar(n, lower, bbar, x, k, tbar, SEQ));
+        faer(|| super::faer::triangular_solve_tbar(n, lower, bbar, x, k, tbar, par(n, k)));
         return true;
     }
     let _ = (n, lower, bbar, x, k, tbar);
@@ -150,7 +171,7 @@ fn nalgebra_vector_solve(t: &[f64], n: usize, lower: bool, b: &[f64], x: &mut [f
 pub fn lu_factor(a: &[f64], n: usize, lu: &mut [f64], perm: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if let Some(amax) = (n >= LU_FROM).then(|| finite_max_abs(&a[..n * n])).flatten() {
-        faer(|| super::faer::lu_factor(a, n, lu, perm, SEQ));
+        faer(|| super::faer::lu_factor(a, n, lu, perm, par(n, n)));
         let tol = n as f64 * f64::EPSILON * amax;
         return (0..n).all(|j| {
             let p = lu[j * n + j].abs();
@@ -169,7 +190,7 @@ pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut
         && finite(&lu[..n * n])
         && finite(&b[..n * k])
     {
-        return faer(|| super::faer::lu_solve(lu, perm, n, b, k, x, transposed, SEQ));
+        return faer(|| super::faer::lu_solve(lu, perm, n, b, k, x, transposed, par(n, k)));
     }
     let _ = (lu, perm, n, b, k, x, transposed);
     false

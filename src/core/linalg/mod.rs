@@ -16,6 +16,7 @@ mod cholesky;
 pub mod faer;
 mod library;
 mod lu;
+pub mod threads;
 mod triangular;
 
 pub use lu::sub_outer;
