@@ -23,8 +23,10 @@ use crate::fail;
 #[cfg(not(target_arch = "wasm32"))]
 mod lane_kernels;
 mod derived;
+mod lane_base;
 mod lanes;
-pub use lanes::{Lanes, LANES, WIDEST};
+pub use lane_base::{LANES, WIDEST};
+pub use lanes::Lanes;
 
 /// A parameter or input of the plan, in the caller's order.
 #[derive(Debug, Clone)]
