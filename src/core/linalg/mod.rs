@@ -16,8 +16,17 @@ mod cholesky;
 pub mod faer;
 mod library;
 mod lu;
+pub mod simd;
 pub mod threads;
 mod triangular;
+
+/// The Cholesky kernels behind the library paths: the hand-written ones,
+/// or in a WebAssembly module built with `simd128` their two-lane twins
+/// (`simd.rs`: the same bits).
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+use cholesky as cholesky_kernel;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+use simd as cholesky_kernel;
 
 pub use lu::sub_outer;
 
@@ -37,13 +46,13 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> Result<()> {
     if library::cholesky(a, n, l) {
         return Ok(());
     }
-    cholesky::cholesky(a, n, l)
+    cholesky_kernel::cholesky(a, n, l)
 }
 
 /// ACCUMULATE into `abar` the adjoint of A from L and L̄ (`work`: n² scratch).
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) {
     if !library::cholesky_adjoint(l, lbar, n, work, abar) {
-        cholesky::cholesky_adjoint(l, lbar, n, work, abar)
+        cholesky_kernel::cholesky_adjoint(l, lbar, n, work, abar)
     }
 }
 
