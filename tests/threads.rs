@@ -109,7 +109,7 @@ fn faer_calls_give_the_same_bits_on_1_2_and_4_threads() {
 
 #[test]
 fn the_package_gives_the_same_bits_at_any_cap() {
-    let n = 601;
+    let n = 701;
     let mut r = Lcg(7);
     let x = r.fill(n * n);
     let mut a = vec![0.0; n * n];
@@ -156,3 +156,34 @@ fn the_package_gives_the_same_bits_at_any_cap() {
     same_bits(n, &format!("cap 1 against cap {machine}"), &one, &all);
 }
 
+
+#[test]
+fn large_products_are_right_and_give_the_same_bits_at_any_cap() {
+    use tangent_grad::core::kernels::matrix::gemm;
+    let (m, k, n) = (421, 433, 409);
+    let mut r = Lcg(11);
+    let a = r.fill(m * k);
+    let b = r.fill(k * n);
+    for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+        let at = |i: usize, l: usize| if ta { a[l * m + i] } else { a[i * k + l] };
+        let bt = |l: usize, j: usize| if tb { b[j * k + l] } else { b[l * n + j] };
+        let run = |beta: f64| {
+            let mut c = vec![0.5; m * n];
+            gemm(m, k, n, &a, ta, &b, tb, beta, &mut c);
+            c
+        };
+        let machine = threads::set_threads(0);
+        let (all, all_acc) = (run(0.0), run(1.0));
+        threads::set_threads(1);
+        let (one, one_acc) = (run(0.0), run(1.0));
+        threads::set_threads(0);
+        same_bits(m, &format!("gemm {ta} {tb}, cap 1 against {machine}"), &[("gemm", one), ("gemm, accumulated", one_acc)], &[("gemm", all.clone()), ("gemm, accumulated", all_acc.clone())]);
+        for i in (0..m).step_by(37) {
+            for j in (0..n).step_by(29) {
+                let s: f64 = (0..k).map(|l| at(i, l) * bt(l, j)).sum();
+                assert!((all[i * n + j] - s).abs() <= 1e-12 * k as f64, "gemm {ta} {tb} ({i}, {j}): {} against {s}", all[i * n + j]);
+                assert!((all_acc[i * n + j] - 0.5 - s).abs() <= 1e-12 * k as f64, "accumulated ({i}, {j})");
+            }
+        }
+    }
+}

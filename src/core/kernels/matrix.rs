@@ -32,6 +32,10 @@ pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bo
     if k == 0 {
         return;
     }
+    // Large products: faer's, on several threads (linalg/library.rs).
+    if crate::core::linalg::large_gemm(m, k, n, a, ta, b, tb, c) {
+        return;
+    }
     if m <= SMALL_DIM || k <= SMALL_DIM || n <= SMALL_DIM {
         small_gemm(m, k, n, a, ta, b, tb, c);
         return;

@@ -12,6 +12,9 @@
 //!   adjoint's), from n = 12; LU from n = 50; Cholesky's adjoint from
 //!   n = 100; Cholesky and LU's solve of one right-hand side from n = 150.
 //! - The hand-written kernels: everything smaller.
+//! - Several threads (faer's, `threads.rs` says how many) for Cholesky, LU,
+//!   their solves with a matrix right-hand side, the adjoints, and products
+//!   (faer's gemm, from the same size) of at least 600³ multiply-adds.
 
 use nalgebra::{DMatrixView, DVectorViewMut};
 
@@ -39,13 +42,21 @@ const SEQ: ::faer::Par = ::faer::Par::Seq;
 /// this order on, and for a solve or product when its n²k flops reach
 /// this order's n³ (`benches/linalg.rs`, `faer-2t` against `faer-1t`).
 #[cfg(not(target_arch = "wasm32"))]
-const PARALLEL_FROM: usize = 400;
+const PARALLEL_FROM: usize = 600;
 
-/// faer's parallelism for a kernel of n²k multiply-adds.
+/// faer's parallelism for a kernel of order n with k right-hand columns.
 #[cfg(not(target_arch = "wasm32"))]
 fn par(n: usize, k: usize) -> ::faer::Par {
-    let from = PARALLEL_FROM * PARALLEL_FROM * PARALLEL_FROM;
-    if k < MATRIX_SOLVE_FROM || n.saturating_mul(n).saturating_mul(k) < from {
+    if k < MATRIX_SOLVE_FROM {
+        return SEQ;
+    }
+    par_for(n.saturating_mul(n).saturating_mul(k))
+}
+
+/// faer's parallelism for a kernel of `flops` multiply-adds.
+#[cfg(not(target_arch = "wasm32"))]
+fn par_for(flops: usize) -> ::faer::Par {
+    if flops < PARALLEL_FROM * PARALLEL_FROM * PARALLEL_FROM {
         return SEQ;
     }
     match super::threads::for_kernel() {
@@ -193,5 +204,29 @@ pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut
         return faer(|| super::faer::lu_solve(lu, perm, n, b, k, x, transposed, par(n, k)));
     }
     let _ = (lu, perm, n, b, k, x, transposed);
+    false
+}
+
+/// Products from this many multiply-adds (m k n) go to faer's gemm, on one
+/// thread or several: chosen by size, never by thread count, so the bits
+/// are the same at any cap. C at least this wide and tall: faer's parallel
+/// matrix-vector product (one row or column) splits its sum.
+#[cfg(not(target_arch = "wasm32"))]
+const GEMM_FROM: usize = PARALLEL_FROM * PARALLEL_FROM * PARALLEL_FROM;
+#[cfg(not(target_arch = "wasm32"))]
+const GEMM_SIDE_FROM: usize = 16;
+
+/// C += op(A) op(B), C m×n row-major (`kernels::matrix::gemm`'s layout: A
+/// stored m×k, or k×m when `ta`; B k×n, or n×k when `tb`), by faer when
+/// the product is large; false to leave it to the caller's kernel.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, c: &mut [f64]) -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    if m >= GEMM_SIDE_FROM && n >= GEMM_SIDE_FROM && m.saturating_mul(k).saturating_mul(n) >= GEMM_FROM {
+        let par = par_for(m.saturating_mul(k).saturating_mul(n));
+        faer(|| super::faer::gemm(m, k, n, a, ta, b, tb, c, par));
+        return true;
+    }
+    let _ = (m, k, n, a, ta, b, tb, c);
     false
 }

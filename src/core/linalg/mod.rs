@@ -49,6 +49,14 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> Result<()> {
     cholesky_kernel::cholesky(a, n, l)
 }
 
+/// C += op(A) op(B) by a library's blocked product, on several threads when
+/// large (`library.rs` says from which size); false to leave the product to
+/// `kernels::matrix::gemm`'s own kernel.
+#[allow(clippy::too_many_arguments)]
+pub fn large_gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, c: &mut [f64]) -> bool {
+    library::gemm(m, k, n, a, ta, b, tb, c)
+}
+
 /// ACCUMULATE into `abar` the adjoint of A from L and L̄ (`work`: n² scratch).
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) {
     if !library::cholesky_adjoint(l, lbar, n, work, abar) {

@@ -138,4 +138,28 @@ mod tests {
         assert_eq!(nested, inside, "a nested evaluation counts once");
         assert!(!WORKER.with(|w| w.get()), "the flag is cleared after");
     }
+
+    #[test]
+    fn two_evaluations_at_once_split_the_cap() {
+        let cap = threads();
+        let both_in = std::sync::Barrier::new(2);
+        let got: Vec<usize> = std::thread::scope(|s| {
+            let runs: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        as_worker(|| {
+                            both_in.wait();
+                            let t = for_kernel();
+                            both_in.wait();
+                            t
+                        })
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        for t in got {
+            assert!(t <= (cap / 2).max(1), "{t} threads each for two evaluations under a cap of {cap}");
+        }
+    }
 }
