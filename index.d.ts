@@ -905,3 +905,22 @@ export interface PlanV1 {
   nodes: Array<PlanParamNode | PlanConstNode | PlanOpNode>;
   root: number;
 }
+
+/**
+ * The most threads one large factorization, triangular solve or product
+ * (Cholesky, LU, their solves and adjoints, from about n = 600) may use.
+ * The default is the machine's available parallelism, capped by the
+ * environment variable `TANGENT_GRAD_THREADS` when the package loads
+ * (`1`: one thread). Evaluations running at once on the package's own
+ * threads (`batch`, `async` calls) share the cap. Results do not depend on
+ * the thread count, bit for bit.
+ * @param n A whole number; 0 for the machine's available parallelism; more
+ *   than that is cut to it. Left out, nothing changes.
+ * @returns The number now in effect: always 1 in the WebAssembly build,
+ *   which runs on one thread.
+ * @throws `setThreads: n must be a whole number (0 for the machine's cores), got -1`
+ * @example
+ * setThreads(1);            // one thread for every kernel from now on
+ * const cap = setThreads(); // the number in effect, unchanged
+ */
+export function setThreads(n?: number): number;

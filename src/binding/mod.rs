@@ -32,6 +32,19 @@ pub fn op_codes() -> Vec<&'static str> {
     api::coded_ops()
 }
 
+/// Set the cap on one large kernel's threads (0: the machine's); the cap
+/// now in effect (`core/linalg/threads.rs`).
+#[napi(catch_unwind)]
+pub fn set_threads(n: u32) -> u32 {
+    crate::core::linalg::threads::set_threads(n as usize) as u32
+}
+
+/// The cap on one large kernel's threads now in effect.
+#[napi(catch_unwind)]
+pub fn threads() -> u32 {
+    crate::core::linalg::threads::threads() as u32
+}
+
 #[napi(catch_unwind)]
 pub fn tape_new() -> u32 {
     api::tape_new()
