@@ -8,7 +8,8 @@
 //! L = cholesky(A), U = Lᵀ, B an n×n LCG matrix, b an LCG vector.
 //!
 //! - `ours`: the hand-written kernel.
-//! - `package`: the public function, hand-written or a library's by size.
+//! - `package`: the public function, hand-written or a library's by size
+//!   (from n = 600 on the machine's threads; `TANGENT_GRAD_THREADS=1` for one).
 //! - `nalgebra`: a drop-in, from and back to our row-major slices. It uses
 //!   zero-copy views where the layout allows (a row-major triangle viewed
 //!   column-major is its transpose, so `tr_solve_*` solves the original),
