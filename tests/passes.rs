@@ -877,7 +877,10 @@ fn merging_identical_nodes_changes_values_by_nothing_and_gradients_by_rounding()
 /// The BENCH GP at n = 80, whose n×n adjoints (6 400 values) pass the
 /// default threshold for sharing blocks.
 fn rec_gp_80(r: &mut Rec, a: &Args) -> u32 {
-    const N: usize = 80;
+    rec_gp_n::<80>(r, a)
+}
+
+fn rec_gp_n<const N: usize>(r: &mut Rec, a: &Args) -> u32 {
     let (d2, y) = gp_data(N);
     let pl = r.param(Shape::Scalar, &a.0[0]);
     let pv = r.param(Shape::Scalar, &a.0[1]);
@@ -923,4 +926,53 @@ fn large_adjoints_share_blocks_and_change_no_number() {
         }
     }
     check_case(&case);
+}
+
+fn rec_gp_200(r: &mut Rec, a: &Args) -> u32 {
+    rec_gp_n::<200>(r, a)
+}
+
+/// A large trace is adopted as it was recorded, its ops in the tape's order
+/// (not the walk's, which the sweep follows, here the logdet's chain before
+/// the solves'), and its values kept: the first replay at the traced
+/// arguments computes nothing forward; every replay gives the eager bits.
+#[test]
+fn a_large_trace_is_adopted_in_its_own_order_and_gives_the_eager_bits() {
+    let case = Case {
+        name: "gp, n = 200",
+        record: rec_gp_200,
+        args: vec![(vec![vec![1.2], vec![0.9]], vec![]), (vec![vec![0.6], vec![1.5]], vec![])],
+    };
+    let expected: Vec<Bits> = case.args.iter().map(|a| {
+        let (mut tape, obj) = record(&case, a);
+        eager(&mut tape, &obj)
+    }).collect();
+    let (mut tape, obj) = record(&case, &case.args[0]);
+    assert!(Plan::trace_adoptable(&tape.graph, obj.root, &obj.params, &obj.inputs).unwrap());
+    assert!(!Plan::compact_already(&tape.graph, obj.root, &obj.params, &obj.inputs, Passes::default()).unwrap(), "the trace's ops come in another order than the walk's");
+    let values = tape.graph.values.clone();
+    let mut plan = Plan::adopt_current(std::mem::take(&mut tape.graph), obj.root, &obj.params, &obj.inputs).unwrap();
+    for (k, a) in [0, 1, 0].into_iter().map(|k| (k, &case.args[k])) {
+        assert!(replay(&mut plan, a) == expected[k], "args #{k}");
+    }
+    // The first replay took the trace's values as they were: the adopted
+    // arena held them (a plan built by copying holds only the constants).
+    assert!(values.iter().filter(|x| **x != 0.0).count() > 5 * 200 * 200);
+}
+
+fn rec_times_one(r: &mut Rec, a: &Args) -> u32 {
+    let x = r.param(Shape::Scalar, &a.0[0]);
+    let one = r.num(1.0);
+    r.op2(Op::Mul, x, one)
+}
+
+/// The adopted values are used only while the arguments fed are the traced
+/// bits: fed -0.0 where the trace had 0.0 (equal, other bits), x·1 is -0.0.
+#[test]
+fn an_adopted_trace_replays_once_fed_other_bits() {
+    let case = Case { name: "x·1", record: rec_times_one, args: vec![(vec![vec![0.0]], vec![]), (vec![vec![-0.0]], vec![])] };
+    let (mut tape, obj) = record(&case, &case.args[0]);
+    let mut plan = Plan::adopt_current(std::mem::take(&mut tape.graph), obj.root, &obj.params, &obj.inputs).unwrap();
+    let got = replay(&mut plan, &case.args[1]);
+    assert_eq!(got.value, (-0.0f64).to_bits());
 }

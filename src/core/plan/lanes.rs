@@ -18,7 +18,7 @@ use std::cell::Cell;
 pub const LANES: usize = 8;
 /// The largest plan (in values) replayed in lanes: its lane arenas, 2·LANES
 /// times its own, then stay within a core's cache.
-const MAX_LANE_VALUES: usize = 1 << 15;
+pub(super) const MAX_LANE_VALUES: usize = 1 << 15;
 
 pub type Lane = [f64; LANES];
 
@@ -240,7 +240,7 @@ impl Plan {
     /// each of those has a lane kernel.
     fn lane_varying(&self) -> Option<Vec<bool>> {
         let nodes = &self.graph.nodes;
-        if self.graph.values.len() > MAX_LANE_VALUES {
+        if self.graph.values.len() > MAX_LANE_VALUES || !self.in_order {
             return None;
         }
         // A plan's leaves are its parameters; what depends on one differs from point to point.

@@ -176,6 +176,23 @@ pub struct Plan {
     varying: Vec<Step>,
     /// For a plan read from JSON, the names its slots are called by.
     pub names: Option<SlotNames>,
+    current: Current,
+    /// Whether the steps come in the order of the ids (else the plan is a
+    /// large trace adopted as recorded, `adopt_current`).
+    in_order: bool,
+}
+
+/// Whether the arena holds the values a forward replay at the arguments
+/// fed since would compute: true from `adopt_current` (the values of the
+/// trace it took) until an argument is fed other bits. A copy (a batch's
+/// replica) starts false.
+#[derive(Debug, Default)]
+struct Current(bool);
+
+impl Clone for Current {
+    fn clone(&self) -> Self {
+        Current(false)
+    }
 }
 
 impl Plan {
@@ -241,8 +258,36 @@ impl Plan {
         Ok(Plan::of_compact(g, root, &[], params, inputs, passes))
     }
 
+    /// `adopt` of a trace's graph, whose values are those of a replay at
+    /// the traced arguments: the first forward replay, if fed the same
+    /// bits, has nothing to compute.
+    pub fn adopt_current(g: Graph, root: u32, params: &[u32], inputs: &[u32]) -> Result<Plan> {
+        if !Plan::trace_adoptable(&g, root, params, inputs)? {
+            return fail!("a trace adopted as a plan must be compact");
+        }
+        let slot = |&id: &u32| Slot { shape: g.nodes[id as usize].shape, node: Some(id) };
+        let params: Vec<Slot> = params.iter().map(slot).collect();
+        let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
+        let mut plan = Plan::of_compact(g, root, &[], params, inputs, Passes::default());
+        plan.current = Current(true);
+        Ok(plan)
+    }
+
     /// Whether `adopt` takes `g` as it is.
     pub fn compact_already(g: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<bool> {
+        Plan::compact_in(g, root, params, inputs, passes, true)
+    }
+
+    /// Whether `adopt_current` takes a trace's graph `g`: compact, with its
+    /// ops in the walk's order, or in any order past `lanes::MAX_LANE_VALUES`
+    /// values (the steps then follow the walk, and such a plan never runs in
+    /// lanes, whose layout reads the order of the ids).
+    pub fn trace_adoptable(g: &Graph, root: u32, params: &[u32], inputs: &[u32]) -> Result<bool> {
+        let in_order = g.values.len() <= lanes::MAX_LANE_VALUES;
+        Plan::compact_in(g, root, params, inputs, Passes::default(), in_order)
+    }
+
+    fn compact_in(g: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes, in_order: bool) -> Result<bool> {
         g.node(root)?;
         let nodes = &g.nodes;
         // Each parameter and input once, and no other leaf fed (compaction
@@ -270,7 +315,7 @@ impl Plan {
         let order = post_order(nodes, root);
         // Leaves may sit anywhere; ops must come in the walk's order.
         let mut last_op = None;
-        for &id in &order {
+        for &id in order.iter().filter(|_| in_order) {
             if !nodes[id as usize].op.is_leaf() {
                 if last_op.is_some_and(|last| last > id) {
                     return Ok(false);
@@ -300,7 +345,11 @@ impl Plan {
             }
             needs.iter_mut().zip(&reaches).for_each(|(n, &r)| *n &= r);
         }
-        let pure: Vec<u32> = all.iter().copied().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
+        // Steps in the walk's order, the one every path sweeps back in
+        // reverse (for a compacted graph, the order of the ids).
+        let roots: Vec<u32> = std::iter::once(root).chain(outputs.iter().copied()).collect();
+        let pure: Vec<u32> = post_order_all(&g.nodes, &roots).into_iter().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
+        let in_order = pure.windows(2).all(|w| w[0] < w[1]);
         let mut forward: Vec<Step> = pure.iter().map(|&i| Step::of(&g.nodes, i, &needs)).collect();
         carry_chains(&mut forward);
         let backward = pure.iter().rev().filter(|&&i| needs[i as usize]).map(|&i| Step::of(&g.nodes, i, &needs)).collect();
@@ -315,7 +364,8 @@ impl Plan {
         g.aux.shrink_to_fit();
         let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
         let outputs = outputs.to_vec();
-        Plan { graph: g, adj, shared, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), names: None }
+        let current = Current(false);
+        Plan { graph: g, adj, shared, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), names: None, current, in_order }
     }
 
     pub fn params(&self) -> &[Slot] {
@@ -358,6 +408,9 @@ impl Plan {
         }
         if let Some(node) = slot.node {
             let r = self.graph.nodes[node as usize].range();
+            if self.current.0 && !self.graph.values[r.clone()].iter().zip(data).all(|(a, b)| a.to_bits() == b.to_bits()) {
+                self.current.0 = false;
+            }
             match data {
                 // A scalar by hand: copy_from_slice called memmove even for one value.
                 [x] => self.graph.values[r.start] = *x,
@@ -369,6 +422,10 @@ impl Plan {
 
     /// Evaluate every non-constant node; the root's value after.
     pub fn forward(&mut self) -> Result<&[f64]> {
+        if std::mem::take(&mut self.current.0) {
+            let g = &self.graph;
+            return Ok(&g.values[g.nodes[self.root as usize].range()]);
+        }
         if self.chains {
             self.forward_with::<true>()
         } else {
