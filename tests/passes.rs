@@ -5,7 +5,7 @@
 
 use tangent_grad::core::graph::{post_order, Graph};
 use tangent_grad::core::op::Op;
-use tangent_grad::core::plan::{Passes, Plan};
+use tangent_grad::core::plan::{Passes, Plan, SHARE_ADJOINTS_FROM};
 use tangent_grad::core::shape::Shape;
 use tangent_grad::core::tape::Tape;
 
@@ -131,11 +131,15 @@ fn show(b: &Bits) -> String {
     )
 }
 
-const COMBOS: [Passes; 4] = [
-    Passes { fold_constants: false, skip_constant_adjoints: false, merge_identical: true },
-    Passes { fold_constants: true, skip_constant_adjoints: false, merge_identical: true },
-    Passes { fold_constants: false, skip_constant_adjoints: true, merge_identical: true },
-    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true },
+const NO_SHARING: usize = usize::MAX;
+const COMBOS: [Passes; 6] = [
+    Passes { fold_constants: false, skip_constant_adjoints: false, merge_identical: true, share_adjoints_from: NO_SHARING },
+    Passes { fold_constants: true, skip_constant_adjoints: false, merge_identical: true, share_adjoints_from: NO_SHARING },
+    Passes { fold_constants: false, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: NO_SHARING },
+    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: NO_SHARING },
+    // Every vector and matrix adjoint in shared blocks (by default only large ones are).
+    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: 2 },
+    Passes { fold_constants: false, skip_constant_adjoints: false, merge_identical: true, share_adjoints_from: 2 },
 ];
 
 /// The heart of it: for each pass combination, a plan built from the tape
@@ -778,13 +782,13 @@ fn constant_folding_happens_at_build_time() {
     let s = g.op(Op::Sum, &[d], false).unwrap();
     let sp = g.op(Op::Sum, &[p], false).unwrap();
     let root = g.op(Op::Mul, &[s, sp], false).unwrap();
-    let folded = Plan::build_with(&g, root, &[p], &[], Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true });
+    let folded = Plan::build_with(&g, root, &[p], &[], Passes { fold_constants: true, skip_constant_adjoints: true, ..Passes::default() });
     match folded {
         Err(e) => assert!(e.0.contains("not positive definite"), "{}", e.0),
         Ok(_) => panic!("folding should evaluate the constant cholesky at build time"),
     }
     let mut plain =
-        Plan::build_with(&g, root, &[p], &[], Passes { fold_constants: false, skip_constant_adjoints: true, merge_identical: true }).unwrap();
+        Plan::build_with(&g, root, &[p], &[], Passes { fold_constants: false, skip_constant_adjoints: true, ..Passes::default() }).unwrap();
     plain.set(0, &[1.0, 2.0]).unwrap();
     for _ in 0..2 {
         let e = plain.forward().map(|v| v.to_vec()).unwrap_err();
@@ -823,8 +827,8 @@ fn constant_folding_reduces_the_work_per_replay() {
         plan.gradient(0, &mut out).unwrap();
         (plan.evaluated(), plan.len(), value.to_bits(), out.map(f64::to_bits))
     };
-    let (work_fold, len_fold, v_fold, g_fold) = run(Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true });
-    let (work_plain, len_plain, v_plain, g_plain) = run(Passes { fold_constants: false, skip_constant_adjoints: true, merge_identical: true });
+    let (work_fold, len_fold, v_fold, g_fold) = run(Passes { fold_constants: true, skip_constant_adjoints: true, ..Passes::default() });
+    let (work_plain, len_plain, v_plain, g_plain) = run(Passes { fold_constants: false, skip_constant_adjoints: true, ..Passes::default() });
     assert_eq!(v_fold, v_plain);
     assert_eq!(g_fold, g_plain);
     // Folded: square, sum and the final mul; the seven constant ops are gone.
@@ -868,4 +872,107 @@ fn merging_identical_nodes_changes_values_by_nothing_and_gradients_by_rounding()
             }
         }
     }
+}
+
+/// The BENCH GP at n = 80, whose n×n adjoints (6 400 values) pass the
+/// default threshold for sharing blocks.
+fn rec_gp_80(r: &mut Rec, a: &Args) -> u32 {
+    rec_gp_n::<80>(r, a)
+}
+
+fn rec_gp_n<const N: usize>(r: &mut Rec, a: &Args) -> u32 {
+    let (d2, y) = gp_data(N);
+    let pl = r.param(Shape::Scalar, &a.0[0]);
+    let pv = r.param(Shape::Scalar, &a.0[1]);
+    let cd = r.konst(Shape::Matrix(N, N), &d2);
+    let two = r.num(2.0);
+    let l2 = r.op1(Op::Square, pl);
+    let den = r.op2(Op::Mul, two, l2);
+    let q = r.op2(Op::Div, cd, den);
+    let nq = r.op1(Op::Neg, q);
+    let e = r.op1(Op::Exp, nq);
+    let kv = r.op2(Op::Mul, pv, e);
+    let noise = r.num(0.05);
+    let k = r.op2(Op::AddDiag, kv, noise);
+    gp_tail(r, k, &y)
+}
+
+/// With the default passes the GP's large adjoints share blocks (the
+/// elementwise chain from D² to K takes turns in two), which saves at least
+/// four n×n adjoints, and the replay still gives the eager bits, twice in a
+/// row (a block is cleared each time its adjoint turns live).
+#[test]
+fn large_adjoints_share_blocks_and_change_no_number() {
+    let n = 80;
+    let case = Case {
+        name: "gp, n = 80",
+        record: rec_gp_80,
+        args: vec![(vec![vec![1.2], vec![0.9]], vec![]), (vec![vec![0.6], vec![1.5]], vec![])],
+    };
+    let (tape0, obj0) = record(&case, &case.args[0]);
+    let build = |from: usize| {
+        let passes = Passes { share_adjoints_from: from, ..Passes::default() };
+        Plan::build_with(&tape0.graph, obj0.root, &obj0.params, &obj0.inputs, passes).unwrap()
+    };
+    let (mut shared, mut private) = (build(SHARE_ADJOINTS_FROM), build(NO_SHARING));
+    let saved = private.bytes() as f64 - shared.bytes() as f64;
+    assert!(saved >= (4 * 8 * n * n) as f64, "sharing saved {saved} bytes: {} against {}", shared.bytes(), private.bytes());
+    for a in &case.args {
+        let (mut tape, obj) = record(&case, a);
+        let expected = eager(&mut tape, &obj);
+        for _ in 0..2 {
+            assert!(replay(&mut shared, a) == expected, "shared {}\n eager {}", show(&replay(&mut shared, a)), show(&expected));
+            assert!(replay(&mut private, a) == expected);
+        }
+    }
+    check_case(&case);
+}
+
+fn rec_gp_200(r: &mut Rec, a: &Args) -> u32 {
+    rec_gp_n::<200>(r, a)
+}
+
+/// A large trace is adopted as it was recorded, its ops in the tape's order
+/// (not the walk's, which the sweep follows, here the logdet's chain before
+/// the solves'), and its values kept: the first replay at the traced
+/// arguments computes nothing forward; every replay gives the eager bits.
+#[test]
+fn a_large_trace_is_adopted_in_its_own_order_and_gives_the_eager_bits() {
+    let case = Case {
+        name: "gp, n = 200",
+        record: rec_gp_200,
+        args: vec![(vec![vec![1.2], vec![0.9]], vec![]), (vec![vec![0.6], vec![1.5]], vec![])],
+    };
+    let expected: Vec<Bits> = case.args.iter().map(|a| {
+        let (mut tape, obj) = record(&case, a);
+        eager(&mut tape, &obj)
+    }).collect();
+    let (mut tape, obj) = record(&case, &case.args[0]);
+    assert!(Plan::trace_adoptable(&tape.graph, obj.root, &obj.params, &obj.inputs).unwrap());
+    assert!(!Plan::compact_already(&tape.graph, obj.root, &obj.params, &obj.inputs, Passes::default()).unwrap(), "the trace's ops come in another order than the walk's");
+    let values = tape.graph.values.clone();
+    let mut plan = Plan::adopt_current(std::mem::take(&mut tape.graph), obj.root, &obj.params, &obj.inputs).unwrap();
+    for (k, a) in [0, 1, 0].into_iter().map(|k| (k, &case.args[k])) {
+        assert!(replay(&mut plan, a) == expected[k], "args #{k}");
+    }
+    // The first replay took the trace's values as they were: the adopted
+    // arena held them (a plan built by copying holds only the constants).
+    assert!(values.iter().filter(|x| **x != 0.0).count() > 5 * 200 * 200);
+}
+
+fn rec_times_one(r: &mut Rec, a: &Args) -> u32 {
+    let x = r.param(Shape::Scalar, &a.0[0]);
+    let one = r.num(1.0);
+    r.op2(Op::Mul, x, one)
+}
+
+/// The adopted values are used only while the arguments fed are the traced
+/// bits: fed -0.0 where the trace had 0.0 (equal, other bits), x·1 is -0.0.
+#[test]
+fn an_adopted_trace_replays_once_fed_other_bits() {
+    let case = Case { name: "x·1", record: rec_times_one, args: vec![(vec![vec![0.0]], vec![]), (vec![vec![-0.0]], vec![])] };
+    let (mut tape, obj) = record(&case, &case.args[0]);
+    let mut plan = Plan::adopt_current(std::mem::take(&mut tape.graph), obj.root, &obj.params, &obj.inputs).unwrap();
+    let got = replay(&mut plan, &case.args[1]);
+    assert_eq!(got.value, (-0.0f64).to_bits());
 }

@@ -320,8 +320,19 @@ pub fn tape_finish(t: u32, root: u32, swept: bool, leaves: &[u32], out: &mut [f6
     })
 }
 
+/// The plan of a trace. When the trace is already compact (`Plan::adopt`),
+/// the plan takes the tape's graph, values and all, rather than copying it:
+/// a large trace is not held twice, and the plan's first replay finds its
+/// values computed (`Plan::current`). The tape is left empty.
 pub fn plan_build(t: u32, root: u32, params: &[u32], inputs: &[u32]) -> Result<Plan> {
-    with_tape(t, |t| Plan::build(&t.graph, root, params, inputs))
+    with_tape(t, |t| {
+        if Plan::trace_adoptable(&t.graph, root, params, inputs)? {
+            let g = std::mem::take(&mut t.graph);
+            t.reset();
+            return Plan::adopt_current(g, root, params, inputs);
+        }
+        Plan::build(&t.graph, root, params, inputs)
+    })
 }
 
 pub fn plan_from_json(text: &str) -> Result<Plan> {

@@ -153,6 +153,47 @@ pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux
     kernels::adjoint(node.op, &p, out, g, aux, |parent| needs[parent as usize], lower);
 }
 
+/// `propagate` in a plan's adjoint arena, where node `i`'s adjoint lies at
+/// `at[i]`: at its value's offset, or in a block it shares with adjoints
+/// that are never live at the same time (`Plan::share_adjoints`). A node's
+/// adjoint and its parents' are live together, so never overlap.
+pub fn propagate_at(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], at: &[usize], aux: &mut [f64], needs: &[bool]) {
+    let node = &nodes[id];
+    let size = node.shape.size();
+    if at[id] == node.val && Formula::of(node.op).is_some() && node.shape == Shape::Scalar {
+        // A scalar and its scalar operands are never shared: laid out like the values.
+        return propagate(nodes, id, values, adj, aux, needs);
+    }
+    let (left, rest) = adj.split_at_mut(at[id]);
+    let (g, right) = rest.split_at_mut(size);
+    let mut split = Split { left, right, right_start: at[id] + size, at };
+    let p = inputs(nodes, node, values);
+    let aux = &mut aux[node.aux..node.aux + node.aux_len];
+    kernels::adjoint(node.op, &p, &values[node.range()], g, aux, |parent| needs[parent as usize], &mut split);
+}
+
+/// A plan's adjoint arena but the adjoint being propagated: what lies
+/// before it and what lies after.
+struct Split<'a> {
+    left: &'a mut [f64],
+    right: &'a mut [f64],
+    right_start: usize,
+    at: &'a [usize],
+}
+
+impl kernels::Adjoints for Split<'_> {
+    fn of(&mut self, id: u32, val: std::ops::Range<usize>) -> &mut [f64] {
+        let start = self.at[id as usize];
+        let len = val.len();
+        if start < self.left.len() {
+            &mut self.left[start..start + len]
+        } else {
+            let from = start - self.right_start;
+            &mut self.right[from..from + len]
+        }
+    }
+}
+
 impl Graph {
     /// A graph that does not merge identical nodes.
     pub fn without_merging() -> Graph {
@@ -185,6 +226,12 @@ impl Graph {
         self.values.clear();
         self.aux.clear();
         self.merged.clear();
+    }
+
+    /// Free the (cleared) arenas' memory.
+    pub fn release_arenas(&mut self) {
+        self.values = Vec::new();
+        self.aux = Vec::new();
     }
 
     pub fn node(&self, id: u32) -> Result<&Node> {

@@ -9,6 +9,11 @@ use super::kernels::matrix::axpy;
 use super::op::Op;
 use crate::fail;
 
+/// Values a reset tape keeps room for (8 MiB): enough that a model's data
+/// loads without a page fault per 4 KiB on every evaluation, too little to
+/// keep a large trace's arenas alive.
+const KEPT_CAPACITY: usize = 1 << 20;
+
 #[derive(Default)]
 pub struct Tape {
     pub graph: Graph,
@@ -24,12 +29,18 @@ pub struct Tape {
 }
 
 impl Tape {
-    /// Forget every node, keeping the arenas' capacity.
+    /// Forget every node, keeping the arenas' capacity up to
+    /// `KEPT_CAPACITY` values: a spare tape that once traced a large
+    /// objective would otherwise hold its arenas for the process's life.
     pub fn reset(&mut self) {
         self.graph.clear();
         self.order.clear();
         self.needs.clear();
         self.pending = 0;
+        if self.graph.values.capacity() + self.graph.aux.capacity() + self.adj.capacity() > KEPT_CAPACITY {
+            self.graph.release_arenas();
+            self.adj = Vec::new();
+        }
     }
 
     /// Start a reverse sweep from `root`, seeded with `seed` (1 for a scalar

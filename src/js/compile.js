@@ -37,12 +37,12 @@ function traceEntry(f, x, inputs) {
   let plan;
   let rootShape;
   try {
-    plan = build((into) => N.planBuild(r.t.h, r.root._id, ids(r.P.vars), ids(r.I ? r.I.vars : []), into));
     // toJSON and a rebuild read the traced graph's constants and shapes:
     // read them now, so the trace's tape can go rather than wait for the
-    // collector.
+    // collector (and before the plan takes the tape's graph, N.planBuild).
     keepConstants(r);
     rootShape = r.root.shape;
+    plan = build((into) => N.planBuild(r.t.h, r.root._id, ids(r.P.vars), ids(r.I ? r.I.vars : []), into));
   } catch (e) {
     if (r.t.externals !== null) return null; // a hand-built node: evaluate eagerly
     throw e;

@@ -151,18 +151,31 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
     Ok(())
 }
 
+/// Where the parents' adjoints are, for `adjoint`: an arena laid out like
+/// the values, each adjoint at its value's offset (`[f64]`, the tape's), or
+/// a plan's, whose large adjoints take turns in shared blocks.
+pub trait Adjoints {
+    /// Node `id`'s adjoint, whose value lies at `val`.
+    fn of(&mut self, id: u32, val: std::ops::Range<usize>) -> &mut [f64];
+}
+
+impl Adjoints for [f64] {
+    fn of(&mut self, _: u32, val: std::ops::Range<usize>) -> &mut [f64] {
+        &mut self[val]
+    }
+}
+
 /// Accumulate the adjoint `g` of a node whose value is `out` into the
-/// adjoint of each parent that `needs` one, in `adj` (laid out like the
-/// values, so each parent's adjoint is at its value's offset).
-pub fn adjoint<N: Operand>(op: Op, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &mut [f64], needs: impl Fn(u32) -> bool, adj: &mut [f64]) {
+/// adjoint of each parent that `needs` one, in `adj`.
+pub fn adjoint<N: Operand, A: Adjoints + ?Sized>(op: Op, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &mut [f64], needs: impl Fn(u32) -> bool, adj: &mut A) {
     if let Op::Concat { axis } = op {
         // One walk over the parts for all of them: a walk per part would be
         // quadratic in the number of parts.
         let matrix = p.shape(0).rank() == 2;
         matrix::for_concat(p.parents.len(), |k| p.dims(k), axis, matrix, |k, from, to, len| {
             if needs(p.parents[k]) {
-                let at = p.range(k).start + from;
-                matrix::axpy(1.0, &g[to..to + len], &mut adj[at..at + len])
+                let part = adj.of(p.parents[k], p.range(k));
+                matrix::axpy(1.0, &g[to..to + len], &mut part[from..from + len])
             }
         });
         return;
@@ -170,7 +183,7 @@ pub fn adjoint<N: Operand>(op: Op, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &
     prepare_adjoint(op, p, g, aux);
     for (k, &parent) in p.parents.iter().enumerate() {
         if needs(parent) {
-            parent_adjoint(op, k, p, out, g, aux, &mut adj[p.range(k)]);
+            parent_adjoint(op, k, p, out, g, aux, adj.of(parent, p.range(k)));
         }
     }
 }

@@ -17,7 +17,7 @@ use std::cell::Cell;
 
 /// The largest plan (in values) replayed in lanes: its lane arenas, 2·LANES
 /// times its own, then stay within a core's cache.
-const MAX_LANE_VALUES: usize = 1 << 15;
+pub(super) const MAX_LANE_VALUES: usize = 1 << 15;
 
 #[cfg(not(target_arch = "wasm32"))]
 use super::lane_kernels as vectors;
@@ -144,7 +144,7 @@ impl Plan {
     /// each of those has a lane kernel.
     fn lane_varying(&self) -> Option<Vec<bool>> {
         let nodes = &self.graph.nodes;
-        if self.graph.values.len() > MAX_LANE_VALUES {
+        if self.graph.values.len() > MAX_LANE_VALUES || !self.in_order {
             return None;
         }
         // A plan's leaves are its parameters; what depends on one differs from point to point.

@@ -14,7 +14,7 @@
 //!   own (kernels/scalar.rs), so results stay bit-identical.
 
 use super::error::Result;
-use super::graph::{eval, mark_needs, post_order, post_order_all, propagate, Graph, Node};
+use super::graph::{eval, mark_needs, post_order, post_order_all, propagate, propagate_at, Graph, Node};
 use super::kernels::scalar::{self, Formula};
 use super::op::Op;
 use super::shape::Shape;
@@ -55,11 +55,19 @@ pub struct Passes {
     /// Merge identical nodes (the eager tape always does, so that eager and
     /// compiled results agree bit for bit).
     pub merge_identical: bool,
+    /// Adjoints of at least this many values share blocks of the adjoint
+    /// arena with adjoints never live at the same time (`share_adjoints`);
+    /// `usize::MAX`: none do.
+    pub share_adjoints_from: usize,
 }
+
+/// Adjoints this large or larger share blocks: 32 KiB, where a block's
+/// memory (and its page faults) begins to matter beside the sweep.
+pub const SHARE_ADJOINTS_FROM: usize = 4096;
 
 impl Default for Passes {
     fn default() -> Self {
-        Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true }
+        Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: SHARE_ADJOINTS_FROM }
     }
 }
 
@@ -148,7 +156,9 @@ fn carry_chains(forward: &mut [Step]) {
 #[derive(Clone)]
 pub struct Plan {
     graph: Graph,
-    adj: Vec<f64>,
+    adj: AdjointArena,
+    /// Where large adjoints lie when they share blocks (`share_adjoints`).
+    shared: Option<SharedAdjoints>,
     root: u32,
     params: Vec<Slot>,
     inputs: Vec<Slot>,
@@ -168,6 +178,23 @@ pub struct Plan {
     varying: Vec<Step>,
     /// For a plan read from JSON, the names its slots are called by.
     pub names: Option<SlotNames>,
+    current: Current,
+    /// Whether the steps come in the order of the ids (else the plan is a
+    /// large trace adopted as recorded, `adopt_current`).
+    in_order: bool,
+}
+
+/// Whether the arena holds the values a forward replay at the arguments
+/// fed since would compute: true from `adopt_current` (the values of the
+/// trace it took) until an argument is fed other bits. A copy (a batch's
+/// replica) starts false.
+#[derive(Debug, Default)]
+struct Current(bool);
+
+impl Clone for Current {
+    fn clone(&self) -> Self {
+        Current(false)
+    }
 }
 
 impl Plan {
@@ -233,8 +260,36 @@ impl Plan {
         Ok(Plan::of_compact(g, root, &[], params, inputs, passes))
     }
 
+    /// `adopt` of a trace's graph, whose values are those of a replay at
+    /// the traced arguments: the first forward replay, if fed the same
+    /// bits, has nothing to compute.
+    pub fn adopt_current(g: Graph, root: u32, params: &[u32], inputs: &[u32]) -> Result<Plan> {
+        if !Plan::trace_adoptable(&g, root, params, inputs)? {
+            return fail!("a trace adopted as a plan must be compact");
+        }
+        let slot = |&id: &u32| Slot { shape: g.nodes[id as usize].shape, node: Some(id) };
+        let params: Vec<Slot> = params.iter().map(slot).collect();
+        let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
+        let mut plan = Plan::of_compact(g, root, &[], params, inputs, Passes::default());
+        plan.current = Current(true);
+        Ok(plan)
+    }
+
     /// Whether `adopt` takes `g` as it is.
     pub fn compact_already(g: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<bool> {
+        Plan::compact_in(g, root, params, inputs, passes, true)
+    }
+
+    /// Whether `adopt_current` takes a trace's graph `g`: compact, with its
+    /// ops in the walk's order, or in any order past `lanes::MAX_LANE_VALUES`
+    /// values (the steps then follow the walk, and such a plan never runs in
+    /// lanes, whose layout reads the order of the ids).
+    pub fn trace_adoptable(g: &Graph, root: u32, params: &[u32], inputs: &[u32]) -> Result<bool> {
+        let in_order = g.values.len() <= lanes::MAX_LANE_VALUES;
+        Plan::compact_in(g, root, params, inputs, Passes::default(), in_order)
+    }
+
+    fn compact_in(g: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes, in_order: bool) -> Result<bool> {
         g.node(root)?;
         let nodes = &g.nodes;
         // Each parameter and input once, and no other leaf fed (compaction
@@ -262,7 +317,7 @@ impl Plan {
         let order = post_order(nodes, root);
         // Leaves may sit anywhere; ops must come in the walk's order.
         let mut last_op = None;
-        for &id in &order {
+        for &id in order.iter().filter(|_| in_order) {
             if !nodes[id as usize].op.is_leaf() {
                 if last_op.is_some_and(|last| last > id) {
                     return Ok(false);
@@ -274,7 +329,7 @@ impl Plan {
     }
 
     /// A plan of a compacted graph `g`, whose slots are given.
-    fn of_compact(g: Graph, root: u32, outputs: &[u32], params: Vec<Slot>, inputs: Vec<Slot>, passes: Passes) -> Plan {
+    fn of_compact(mut g: Graph, root: u32, outputs: &[u32], params: Vec<Slot>, inputs: Vec<Slot>, passes: Passes) -> Plan {
         let all: Vec<u32> = (0..g.nodes.len() as u32).collect();
         let mut needs = if passes.skip_constant_adjoints {
             let mut needs = Vec::new();
@@ -292,15 +347,27 @@ impl Plan {
             }
             needs.iter_mut().zip(&reaches).for_each(|(n, &r)| *n &= r);
         }
-        let pure: Vec<u32> = all.iter().copied().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
+        // Steps in the walk's order, the one every path sweeps back in
+        // reverse (for a compacted graph, the order of the ids).
+        let roots: Vec<u32> = std::iter::once(root).chain(outputs.iter().copied()).collect();
+        let pure: Vec<u32> = post_order_all(&g.nodes, &roots).into_iter().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
+        let in_order = pure.windows(2).all(|w| w[0] < w[1]);
         let mut forward: Vec<Step> = pure.iter().map(|&i| Step::of(&g.nodes, i, &needs)).collect();
         carry_chains(&mut forward);
         let backward = pure.iter().rev().filter(|&&i| needs[i as usize]).map(|&i| Step::of(&g.nodes, i, &needs)).collect();
-        let clear = arena_ranges(&g.nodes, |i| needs[i]);
-        let adj = vec![0.0; g.values.len()];
+        let swept: Vec<u32> = pure.iter().rev().copied().filter(|&i| needs[i as usize]).collect();
+        let shared = share_adjoints(&g.nodes, &swept, &needs, root, g.values.len(), passes.share_adjoints_from);
+        let in_block = |i: usize| shared.as_ref().is_some_and(|s| s.at[i] != g.nodes[i].val);
+        let clear = arena_ranges(&g.nodes, |i| needs[i] && !in_block(i));
+        // Zeroed lazily by the system: a large adjoint that lies in a shared
+        // block leaves its own range untouched, so never resident.
+        let adj = AdjointArena(vec![0.0; shared.as_ref().map_or(g.values.len(), |s| s.len)]);
+        g.values.shrink_to_fit();
+        g.aux.shrink_to_fit();
         let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
         let outputs = outputs.to_vec();
-        Plan { graph: g, adj, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), names: None }
+        let current = Current(false);
+        Plan { graph: g, adj, shared, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), names: None, current, in_order }
     }
 
     pub fn params(&self) -> &[Slot] {
@@ -343,6 +410,9 @@ impl Plan {
         }
         if let Some(node) = slot.node {
             let r = self.graph.nodes[node as usize].range();
+            if self.current.0 && !self.graph.values[r.clone()].iter().zip(data).all(|(a, b)| a.to_bits() == b.to_bits()) {
+                self.current.0 = false;
+            }
             match data {
                 // A scalar by hand: copy_from_slice called memmove even for one value.
                 [x] => self.graph.values[r.start] = *x,
@@ -354,6 +424,10 @@ impl Plan {
 
     /// Evaluate every non-constant node; the root's value after.
     pub fn forward(&mut self) -> Result<&[f64]> {
+        if std::mem::take(&mut self.current.0) {
+            let g = &self.graph;
+            return Ok(&g.values[g.nodes[self.root as usize].range()]);
+        }
         if self.chains {
             self.forward_with::<true>()
         } else {
@@ -392,16 +466,30 @@ fn run_steps<const CARRY: bool>(g: &mut Graph, steps: &[Step]) -> Result<()> {
 impl Plan {
     /// Sweep adjoints back from a scalar root seeded with 1.
     pub fn backward(&mut self) {
+        let adj = &mut self.adj.0;
         for &(a, b) in &self.clear {
-            self.adj[a..b].fill(0.0);
+            adj[a..b].fill(0.0);
         }
         let g = &mut self.graph;
-        self.adj[g.nodes[self.root as usize].val] = 1.0;
-        let adj = &mut self.adj;
-        for step in &self.backward {
+        adj[g.nodes[self.root as usize].val] = 1.0;
+        let Some(shared) = &self.shared else {
+            for step in &self.backward {
+                match *step {
+                    Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),
+                    Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, &self.needs),
+                }
+            }
+            return;
+        };
+        let mut clears = shared.clears.iter().peekable();
+        for (i, step) in self.backward.iter().enumerate() {
+            // A block is cleared when the adjoint taking it turns live.
+            while let Some(&(_, a, b)) = clears.next_if(|c| c.0 == i) {
+                adj[a..b].fill(0.0);
+            }
             match *step {
                 Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),
-                Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, &self.needs),
+                Step::Node(id) => propagate_at(&g.nodes, id as usize, &g.values, adj, &shared.at, &mut g.aux, &self.needs),
             }
         }
     }
@@ -419,8 +507,8 @@ impl Plan {
             Some(node) if self.needs[node as usize] => {
                 let r = self.graph.nodes[node as usize].range();
                 match out {
-                    [x] => *x = self.adj[r.start],
-                    _ => out.copy_from_slice(&self.adj[r]),
+                    [x] => *x = self.adj.0[r.start],
+                    _ => out.copy_from_slice(&self.adj.0[r]),
                 }
             }
             _ => out.fill(0.0),
@@ -433,9 +521,14 @@ impl Plan {
         self.forward.len()
     }
 
-    /// Bytes the plan's arenas hold, roughly: values, scratch, adjoints.
+    /// Bytes the plan's arenas hold, roughly: values, scratch, and the
+    /// adjoints a sweep writes (the rest of that arena is never touched).
     pub fn bytes(&self) -> usize {
-        8 * (self.graph.values.capacity() + self.graph.aux.capacity() + self.adj.capacity())
+        let adjoints = match &self.shared {
+            Some(s) => s.used,
+            None => self.clear.iter().map(|&(a, b)| b - a).sum::<usize>(),
+        };
+        8 * (self.graph.values.capacity() + self.graph.aux.capacity() + adjoints)
             + self.graph.nodes.capacity() * std::mem::size_of::<super::graph::Node>()
     }
 
@@ -493,6 +586,88 @@ fn compact(src: &Graph, roots: &[u32], params: &[u32], inputs: &[u32], passes: P
         new_id[old as usize] = id;
     }
     Ok((g, new_id))
+}
+
+/// A plan's adjoints. A copy (a batch's replica) starts zeroed, not copied:
+/// a sweep clears what it writes before writing it, and the system's zero
+/// pages cost nothing until then.
+struct AdjointArena(Vec<f64>);
+
+impl Clone for AdjointArena {
+    fn clone(&self) -> Self {
+        AdjointArena(vec![0.0; self.0.len()])
+    }
+}
+
+/// Large adjoints laid out by when they are live: each node's adjoint is
+/// live from the first step of the sweep that writes it to its own step,
+/// and adjoints never live at once take turns in one block past the values'
+/// layout (an elementwise chain of n×n steps needs two blocks, not one per
+/// step). The same terms are added in the same order into a block cleared
+/// when its adjoint turns live, so the bits are those of a private arena.
+#[derive(Clone)]
+struct SharedAdjoints {
+    /// Each node's adjoint offset: its value's offset, or its block's.
+    at: Vec<usize>,
+    /// (sweep step, start, end): blocks cleared before that step.
+    clears: Vec<(usize, usize, usize)>,
+    /// The arena's length: the values' layout, then the blocks.
+    len: usize,
+    /// Values a sweep writes: the adjoints outside blocks, and the blocks.
+    used: usize,
+}
+
+/// Lay out the adjoints of at least `from` values (not scalars, not the
+/// root) in shared blocks, given the sweep's order of nodes `swept`; `None`
+/// when no adjoint is that large.
+fn share_adjoints(nodes: &[Node], swept: &[u32], needs: &[bool], root: u32, values: usize, from: usize) -> Option<SharedAdjoints> {
+    let large = |i: u32| {
+        let n = &nodes[i as usize];
+        needs[i as usize] && i != root && n.shape != Shape::Scalar && n.shape.size() >= from && n.op.is_pure()
+    };
+    if !swept.iter().any(|&i| large(i)) {
+        return None;
+    }
+    // The step each large adjoint turns live at: its first writer's, or its own.
+    let mut starts = vec![usize::MAX; nodes.len()];
+    for (step, &id) in swept.iter().enumerate() {
+        for &p in nodes[id as usize].parents.iter().chain(std::iter::once(&id)) {
+            if large(p) && starts[p as usize] == usize::MAX {
+                starts[p as usize] = step;
+            }
+        }
+    }
+    let mut turning: Vec<(usize, u32)> = (0..nodes.len() as u32).filter(|&i| starts[i as usize] != usize::MAX).map(|i| (starts[i as usize], i)).collect();
+    turning.sort_unstable();
+    let mut at: Vec<usize> = nodes.iter().map(|n| n.val).collect();
+    let (mut len, mut clears) = (values, Vec::new());
+    // Free blocks as (size, start); a block keeps its size when reused by a smaller adjoint.
+    let mut free: Vec<(usize, usize)> = Vec::new();
+    let mut size_of_block = std::collections::HashMap::new();
+    let mut next = turning.iter().peekable();
+    for (step, &id) in swept.iter().enumerate() {
+        while let Some(&(_, p)) = next.next_if(|t| t.0 == step) {
+            let size = nodes[p as usize].shape.size();
+            let best = free.iter().enumerate().filter(|(_, b)| b.0 >= size).min_by_key(|(_, b)| b.0).map(|(k, _)| k);
+            let start = match best {
+                Some(k) => free.swap_remove(k).1,
+                None => {
+                    len += size;
+                    size_of_block.insert(len - size, size);
+                    len - size
+                }
+            };
+            at[p as usize] = start;
+            clears.push((step, start, start + size));
+        }
+        if large(id) {
+            let start = at[id as usize];
+            free.push((size_of_block[&start], start));
+        }
+    }
+    let blocks: usize = size_of_block.values().sum();
+    let outside: usize = (0..nodes.len()).filter(|&i| needs[i] && at[i] == nodes[i].val).map(|i| nodes[i].shape.size()).sum();
+    Some(SharedAdjoints { at, clears, len, used: blocks + outside })
 }
 
 /// The arena ranges of the nodes `which` picks, neighbours merged: what a
