@@ -2364,12 +2364,9 @@ test(`fuzz the public API: ${CASES} cases from seed ${SEED}${START ? ` at ${STAR
     let failure = judge(c);
     stats.ms[c.kind] = (stats.ms[c.kind] ?? 0) + performance.now() - tc;
     if (failure !== null && failure.slow) {
-      // Judged again at the end, away from whatever slowed it: a collection,
-      // the scheduler, or the plan budget (src/js/budget.js) releasing every
-      // stale plan at once. A loop that makes and drops compiled functions
-      // keeps their Replays (and traced graphs) until 64 MB of native plans,
-      // ~25k small ones and ~180 MB of JS heap; the call that crosses the
-      // budget then releases them all, and takes 150-350 ms.
+      // Judged again at the end, away from whatever slowed it: a collection
+      // or the scheduler. (The plan budget, src/js/budget.js, frees a few
+      // plans per new plan, so it no longer stalls one call.)
       // Every slow case is also reported in the summary (slowRejudged).
       slow.push(i);
       failure = null;

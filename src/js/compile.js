@@ -107,7 +107,7 @@ export function compile(f) {
     if (entry === null) return evaluate(f, x, inputs, false, 'compile');
     return entry.replay.value(x, inputs);
   };
-  // Many points per call (README "Many points per call"): traced at point 0
+  // Many points per call (docs/API.md "Many points per call"): traced at point 0
   // when no plan has its signature; every point must share that signature.
   const batchEntry = (b, inputs, label) => {
     if (inputs !== undefined) checkInputs(inputs, 'compile');

@@ -258,7 +258,7 @@ export class Replay {
     return toNested({ data: out, shape: this.rootShape });
   }
 
-  // ------------------------------------------------ many points per call (README "Many points per call")
+  // ------------------------------------------------ many points per call (docs/API.md "Many points per call")
 
   /** The plan's replicas for batch and async calls (src/batch.rs), made at the first. */
   pool() {
