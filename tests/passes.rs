@@ -333,20 +333,7 @@ fn gp_tail(r: &mut Rec, k: u32, y: &[f64]) -> u32 {
 
 /// The BENCH gp: K = addDiag(v·exp(−D2 / (2 l²)), 0.05).
 fn rec_gp_bench(r: &mut Rec, a: &Args) -> u32 {
-    let (d2, y) = gp_data(GN);
-    let pl = r.param(Shape::Scalar, &a.0[0]);
-    let pv = r.param(Shape::Scalar, &a.0[1]);
-    let cd = r.konst(Shape::Matrix(GN, GN), &d2);
-    let two = r.num(2.0);
-    let l2 = r.op1(Op::Square, pl);
-    let den = r.op2(Op::Mul, two, l2);
-    let q = r.op2(Op::Div, cd, den);
-    let nq = r.op1(Op::Neg, q);
-    let e = r.op1(Op::Exp, nq);
-    let kv = r.op2(Op::Mul, pv, e);
-    let noise = r.num(0.05);
-    let k = r.op2(Op::AddDiag, kv, noise);
-    gp_tail(r, k, &y)
+    rec_gp_n::<GN>(r, a)
 }
 
 /// A constant subgraph (tanh(C·B), a constant Cholesky solve, a constant
