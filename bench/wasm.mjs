@@ -6,7 +6,11 @@
 // machine whose load drifts: a module measured minutes apart from another is
 // not compared with it.
 //
-//   node bench/wasm.mjs [--rounds 3] [--quick] [--no-native] [label=file.wasm ...] [workload ...]
+//   node bench/wasm.mjs [--rounds 3] [--quick] [--cpu] [--no-native] [label=file.wasm ...] [workload ...]
+//
+// --cpu times by the process's CPU time instead of the clock: on a machine
+// whose other core's load comes and goes, what a process is not scheduled
+// for is then not counted (what it loses to a busy neighbour still is).
 //
 // A module is a raw .wasm file or a grad.wasm.js (base64); with none given,
 // src/js/grad.wasm.js. Labels are free text (`scalar=/tmp/a.wasm`).
@@ -92,8 +96,26 @@ const workloads = [
 
 // ---------------------------------------------------------------- child
 
+/** Median CPU µs per call over 9 batches of at least 50 ms of CPU each. */
+function cpuMedian(fn) {
+  for (let i = 0; i < 5; i++) fn();
+  const per = [];
+  for (let b = 0; b < 9; b++) {
+    const c0 = process.cpuUsage();
+    for (let k = 1; ; k++) {
+      fn();
+      const c = process.cpuUsage(c0);
+      if (c.user + c.system >= 50_000) {
+        per.push((c.user + c.system) / k);
+        break;
+      }
+    }
+  }
+  return per.sort((a, b) => a - b)[4];
+}
+
 if (argv[0] === '--child') {
-  const [, spec, quick, ...names] = argv;
+  const [, spec, quick, cpu, ...names] = argv;
   install(spec === 'native' ? createRequire(import.meta.url)('../binding.cjs') : loadWasm(moduleBytes(spec)));
   const out = {};
   for (const w of workloads.filter((w) => names.includes(w.name))) {
@@ -101,7 +123,8 @@ if (argv[0] === '--child') {
     const opts = quick === '1' ? { batches: 3, batchMs: 2, warmupMs: 10 } : { batches: w.batches ?? 11 };
     const eager = G.valueAndGrad(f);
     const compiled = G.compile(f);
-    out[w.name] = { e: measure(() => eager(...args), opts).median, c: measure(() => compiled(...args), opts).median };
+    const time = cpu === '1' ? cpuMedian : (fn) => measure(fn, opts).median;
+    out[w.name] = { e: time(() => eager(...args)), c: time(() => compiled(...args)) };
   }
   process.stdout.write(JSON.stringify(out));
   process.exit(0);
@@ -114,10 +137,12 @@ const modules = [];
 const names = [];
 let native = true;
 let quick = false;
+let cpu = false;
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
   if (a === '--rounds') rounds = Number(argv[++i]);
   else if (a === '--quick') quick = true;
+  else if (a === '--cpu') cpu = true;
   else if (a === '--no-native') native = false;
   else if (a.includes('=')) {
     const [label, file] = a.split(/=(.*)/s);
@@ -133,7 +158,7 @@ for (let r = 0; r < rounds; r++) {
   // Each round in a different order, so no module always follows the same one.
   const order = modules.map((_, i) => modules[(i + r) % modules.length]);
   for (const m of order) {
-    const c = spawnSync(process.execPath, [self, '--child', m.spec, quick ? '1' : '0', ...picked], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    const c = spawnSync(process.execPath, [self, '--child', m.spec, quick ? '1' : '0', cpu ? '1' : '0', ...picked], { encoding: 'utf8', maxBuffer: 1 << 24 });
     if (c.status !== 0) throw new Error(`${m.label} failed:\n${c.stderr}`);
     runs.get(m.label).push(JSON.parse(c.stdout));
   }
@@ -146,7 +171,7 @@ const median = (xs) => {
 };
 const num = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
 const labels = modules.map((m) => m.label);
-console.log(`# median µs per call over ${rounds} rounds (each a median of batches); e eager, c compiled\n`);
+console.log(`# median ${cpu ? 'CPU ' : ''}µs per call over ${rounds} rounds (each a median of batches); e eager, c compiled\n`);
 console.log(`| workload | ${labels.flatMap((l) => [`${l} e`, `${l} c`]).join(' | ')} |`);
 console.log(`|---|${labels.map(() => '---:|---:').join('|')}|`);
 for (const name of picked) {
