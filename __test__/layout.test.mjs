@@ -30,7 +30,7 @@ test('the rooms import each other without a circle', () => {
     state.set(f, 2);
   };
   for (const f of files) visit(f, []);
-  assert.deepEqual(graph.get('api.js').sort(), ['compile.js', 'drivers.js', 'forms.js', 'higher.js', 'ops.js', 'plans.js', 'split.js', 'tape.js']);
+  assert.deepEqual(graph.get('api.js').sort(), ['compile.js', 'drivers.js', 'forms.js', 'higher.js', 'ops.js', 'plans.js', 'split.js', 'tape.js', 'threads.js']);
 });
 
 test('index.js only installs a core and re-exports the surface', () => {

@@ -14,6 +14,8 @@
 //!   own (kernels/scalar.rs), so results stay bit-identical.
 
 use super::error::Result;
+use adjoints::{share_adjoints, AdjointArena, SharedAdjoints};
+use compact::compact;
 use super::graph::{eval, mark_needs, post_order, post_order_all, propagate, propagate_at, Graph, Node};
 use super::kernels::scalar::{self, Formula};
 use super::op::Op;
@@ -22,6 +24,9 @@ use crate::fail;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod lane_kernels;
+mod adjoints;
+mod adopt;
+mod compact;
 mod derived;
 mod lane_base;
 mod lanes;
@@ -243,91 +248,6 @@ impl Plan {
         Ok(Plan::of_compact(g, roots[0], &roots[1..], params, inputs, passes))
     }
 
-    /// `build_with`, taking the graph: when compacting it would change
-    /// nothing but where leaves sit (every node reaches the root, the ops
-    /// already stand in the order compaction gives them, and there is no
-    /// constant to fold), the graph is the plan's as it is. A plan read
-    /// from JSON written by `toJSON` is such a graph; skipping compaction
-    /// halves the cost of building it. Same ops in the same order: the
-    /// same steps, so the same results bit for bit.
-    pub fn adopt(g: Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<Plan> {
-        if !Plan::compact_already(&g, root, params, inputs, passes)? {
-            return Plan::build_with(&g, root, params, inputs, passes);
-        }
-        let slot = |&id: &u32| Slot { shape: g.nodes[id as usize].shape, node: Some(id) };
-        let params: Vec<Slot> = params.iter().map(slot).collect();
-        let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
-        Ok(Plan::of_compact(g, root, &[], params, inputs, passes))
-    }
-
-    /// `adopt` of a trace's graph, whose values are those of a replay at
-    /// the traced arguments: the first forward replay, if fed the same
-    /// bits, has nothing to compute.
-    pub fn adopt_current(g: Graph, root: u32, params: &[u32], inputs: &[u32]) -> Result<Plan> {
-        if !Plan::trace_adoptable(&g, root, params, inputs)? {
-            return fail!("a trace adopted as a plan must be compact");
-        }
-        let slot = |&id: &u32| Slot { shape: g.nodes[id as usize].shape, node: Some(id) };
-        let params: Vec<Slot> = params.iter().map(slot).collect();
-        let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
-        let mut plan = Plan::of_compact(g, root, &[], params, inputs, Passes::default());
-        plan.current = Current(true);
-        Ok(plan)
-    }
-
-    /// Whether `adopt` takes `g` as it is.
-    pub fn compact_already(g: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<bool> {
-        Plan::compact_in(g, root, params, inputs, passes, true)
-    }
-
-    /// Whether `adopt_current` takes a trace's graph `g`: compact, with its
-    /// ops in the walk's order, or in any order past `lanes::MAX_LANE_VALUES`
-    /// values (the steps then follow the walk, and such a plan never runs in
-    /// lanes, whose layout reads the order of the ids).
-    pub fn trace_adoptable(g: &Graph, root: u32, params: &[u32], inputs: &[u32]) -> Result<bool> {
-        let in_order = g.values.len() <= lanes::MAX_LANE_VALUES;
-        Plan::compact_in(g, root, params, inputs, Passes::default(), in_order)
-    }
-
-    fn compact_in(g: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes, in_order: bool) -> Result<bool> {
-        g.node(root)?;
-        let nodes = &g.nodes;
-        // Each parameter and input once, and no other leaf fed (compaction
-        // would make it a constant).
-        let mut fed = vec![false; nodes.len()];
-        for (ids, op) in [(params, Op::Leaf), (inputs, Op::Input)] {
-            for &id in ids {
-                if g.node(id)?.op != op || std::mem::replace(&mut fed[id as usize], true) {
-                    return Ok(false);
-                }
-            }
-        }
-        for (node, &fed) in nodes.iter().zip(&fed) {
-            let folds = passes.fold_constants && node.parents.iter().all(|&p| nodes[p as usize].op == Op::Const);
-            let stays = match node.op {
-                Op::Leaf | Op::Input => fed,
-                Op::Const => true,
-                Op::External => false,
-                _ => !folds,
-            };
-            if !stays {
-                return Ok(false);
-            }
-        }
-        let order = post_order(nodes, root);
-        // Leaves may sit anywhere; ops must come in the walk's order.
-        let mut last_op = None;
-        for &id in order.iter().filter(|_| in_order) {
-            if !nodes[id as usize].op.is_leaf() {
-                if last_op.is_some_and(|last| last > id) {
-                    return Ok(false);
-                }
-                last_op = Some(id);
-            }
-        }
-        Ok(order.len() == nodes.len())
-    }
-
     /// A plan of a compacted graph `g`, whose slots are given.
     fn of_compact(mut g: Graph, root: u32, outputs: &[u32], params: Vec<Slot>, inputs: Vec<Slot>, passes: Passes) -> Plan {
         let all: Vec<u32> = (0..g.nodes.len() as u32).collect();
@@ -545,129 +465,6 @@ impl Plan {
     pub fn is_empty(&self) -> bool {
         self.graph.nodes.is_empty()
     }
-}
-
-/// Copy the part of `src` that reaches `root` into a new graph in post-order,
-/// parameters as `Leaf`, inputs as `Input`, any other leaf as a constant,
-/// folding constant-only op nodes and merging identical ones as `passes`
-/// say. Returns the new graph and the new id of every old node (`u32::MAX`
-/// where dropped).
-fn compact(src: &Graph, roots: &[u32], params: &[u32], inputs: &[u32], passes: Passes) -> Result<(Graph, Vec<u32>)> {
-    let mut new_id = vec![u32::MAX; src.nodes.len()];
-    // Each leaf's role in constant time: a plan may have 100 000s of parameters.
-    let mut role = vec![Op::Const; src.nodes.len()];
-    for &id in inputs {
-        role[id as usize] = Op::Input;
-    }
-    for &id in params {
-        role[id as usize] = Op::Leaf;
-    }
-    let mut g = if passes.merge_identical { Graph::default() } else { Graph::without_merging() };
-    for old in post_order_all(&src.nodes, roots) {
-        let node = &src.nodes[old as usize];
-        let id = match node.op {
-            Op::External => {
-                return fail!("this objective holds a node built outside this package's ops, which cannot be replayed or serialized.")
-            }
-            op if op.is_leaf() => match role[old as usize] {
-                Op::Const => g.leaf(Op::Const, node.shape, src.value(old)?)?,
-                fed => g.leaf(fed, node.shape, &[])?,
-            },
-            op => {
-                let parents: Vec<u32> = node.parents.iter().map(|&p| new_id[p as usize]).collect();
-                let fold = passes.fold_constants && parents.iter().all(|&p| g.nodes[p as usize].op == Op::Const);
-                let id = g.op(op, &parents, fold)?;
-                if fold {
-                    g.freeze(id);
-                }
-                id
-            }
-        };
-        new_id[old as usize] = id;
-    }
-    Ok((g, new_id))
-}
-
-/// A plan's adjoints. A copy (a batch's replica) starts zeroed, not copied:
-/// a sweep clears what it writes before writing it, and the system's zero
-/// pages cost nothing until then.
-struct AdjointArena(Vec<f64>);
-
-impl Clone for AdjointArena {
-    fn clone(&self) -> Self {
-        AdjointArena(vec![0.0; self.0.len()])
-    }
-}
-
-/// Large adjoints laid out by when they are live: each node's adjoint is
-/// live from the first step of the sweep that writes it to its own step,
-/// and adjoints never live at once take turns in one block past the values'
-/// layout (an elementwise chain of n×n steps needs two blocks, not one per
-/// step). The same terms are added in the same order into a block cleared
-/// when its adjoint turns live, so the bits are those of a private arena.
-#[derive(Clone)]
-struct SharedAdjoints {
-    /// Each node's adjoint offset: its value's offset, or its block's.
-    at: Vec<usize>,
-    /// (sweep step, start, end): blocks cleared before that step.
-    clears: Vec<(usize, usize, usize)>,
-    /// The arena's length: the values' layout, then the blocks.
-    len: usize,
-    /// Values a sweep writes: the adjoints outside blocks, and the blocks.
-    used: usize,
-}
-
-/// Lay out the adjoints of at least `from` values (not scalars, not the
-/// root) in shared blocks, given the sweep's order of nodes `swept`; `None`
-/// when no adjoint is that large.
-fn share_adjoints(nodes: &[Node], swept: &[u32], needs: &[bool], root: u32, values: usize, from: usize) -> Option<SharedAdjoints> {
-    let large = |i: u32| {
-        let n = &nodes[i as usize];
-        needs[i as usize] && i != root && n.shape != Shape::Scalar && n.shape.size() >= from && n.op.is_pure()
-    };
-    if !swept.iter().any(|&i| large(i)) {
-        return None;
-    }
-    // The step each large adjoint turns live at: its first writer's, or its own.
-    let mut starts = vec![usize::MAX; nodes.len()];
-    for (step, &id) in swept.iter().enumerate() {
-        for &p in nodes[id as usize].parents.iter().chain(std::iter::once(&id)) {
-            if large(p) && starts[p as usize] == usize::MAX {
-                starts[p as usize] = step;
-            }
-        }
-    }
-    let mut turning: Vec<(usize, u32)> = (0..nodes.len() as u32).filter(|&i| starts[i as usize] != usize::MAX).map(|i| (starts[i as usize], i)).collect();
-    turning.sort_unstable();
-    let mut at: Vec<usize> = nodes.iter().map(|n| n.val).collect();
-    let (mut len, mut clears) = (values, Vec::new());
-    // Free blocks as (size, start); a block keeps its size when reused by a smaller adjoint.
-    let mut free: Vec<(usize, usize)> = Vec::new();
-    let mut size_of_block = std::collections::HashMap::new();
-    let mut next = turning.iter().peekable();
-    for (step, &id) in swept.iter().enumerate() {
-        while let Some(&(_, p)) = next.next_if(|t| t.0 == step) {
-            let size = nodes[p as usize].shape.size();
-            let best = free.iter().enumerate().filter(|(_, b)| b.0 >= size).min_by_key(|(_, b)| b.0).map(|(k, _)| k);
-            let start = match best {
-                Some(k) => free.swap_remove(k).1,
-                None => {
-                    len += size;
-                    size_of_block.insert(len - size, size);
-                    len - size
-                }
-            };
-            at[p as usize] = start;
-            clears.push((step, start, start + size));
-        }
-        if large(id) {
-            let start = at[id as usize];
-            free.push((size_of_block[&start], start));
-        }
-    }
-    let blocks: usize = size_of_block.values().sum();
-    let outside: usize = (0..nodes.len()).filter(|&i| needs[i] && at[i] == nodes[i].val).map(|i| nodes[i].shape.size()).sum();
-    Some(SharedAdjoints { at, clears, len, used: blocks + outside })
 }
 
 /// The arena ranges of the nodes `which` picks, neighbours merged: what a

@@ -1,0 +1,87 @@
+//! A plan's adjoint arena: large adjoints laid out by when they are live,
+//! so that adjoints never live at the same time share a block.
+
+use crate::core::graph::Node;
+use crate::core::shape::Shape;
+
+/// A plan's adjoints. A copy (a batch's replica) starts zeroed, not copied:
+/// a sweep clears what it writes before writing it, and the system's zero
+/// pages cost nothing until then.
+pub(super) struct AdjointArena(pub(super) Vec<f64>);
+
+impl Clone for AdjointArena {
+    fn clone(&self) -> Self {
+        AdjointArena(vec![0.0; self.0.len()])
+    }
+}
+
+/// Large adjoints laid out by when they are live: each node's adjoint is
+/// live from the first step of the sweep that writes it to its own step,
+/// and adjoints never live at once take turns in one block past the values'
+/// layout (an elementwise chain of n×n steps needs two blocks, not one per
+/// step). The same terms are added in the same order into a block cleared
+/// when its adjoint turns live, so the bits are those of a private arena.
+#[derive(Clone)]
+pub(super) struct SharedAdjoints {
+    /// Each node's adjoint offset: its value's offset, or its block's.
+    pub(super) at: Vec<usize>,
+    /// (sweep step, start, end): blocks cleared before that step.
+    pub(super) clears: Vec<(usize, usize, usize)>,
+    /// The arena's length: the values' layout, then the blocks.
+    pub(super) len: usize,
+    /// Values a sweep writes: the adjoints outside blocks, and the blocks.
+    pub(super) used: usize,
+}
+
+/// Lay out the adjoints of at least `from` values (not scalars, not the
+/// root) in shared blocks, given the sweep's order of nodes `swept`; `None`
+/// when no adjoint is that large.
+pub(super) fn share_adjoints(nodes: &[Node], swept: &[u32], needs: &[bool], root: u32, values: usize, from: usize) -> Option<SharedAdjoints> {
+    let large = |i: u32| {
+        let n = &nodes[i as usize];
+        needs[i as usize] && i != root && n.shape != Shape::Scalar && n.shape.size() >= from && n.op.is_pure()
+    };
+    if !swept.iter().any(|&i| large(i)) {
+        return None;
+    }
+    // The step each large adjoint turns live at: its first writer's, or its own.
+    let mut starts = vec![usize::MAX; nodes.len()];
+    for (step, &id) in swept.iter().enumerate() {
+        for &p in nodes[id as usize].parents.iter().chain(std::iter::once(&id)) {
+            if large(p) && starts[p as usize] == usize::MAX {
+                starts[p as usize] = step;
+            }
+        }
+    }
+    let mut turning: Vec<(usize, u32)> = (0..nodes.len() as u32).filter(|&i| starts[i as usize] != usize::MAX).map(|i| (starts[i as usize], i)).collect();
+    turning.sort_unstable();
+    let mut at: Vec<usize> = nodes.iter().map(|n| n.val).collect();
+    let (mut len, mut clears) = (values, Vec::new());
+    // Free blocks as (size, start); a block keeps its size when reused by a smaller adjoint.
+    let mut free: Vec<(usize, usize)> = Vec::new();
+    let mut size_of_block = std::collections::HashMap::new();
+    let mut next = turning.iter().peekable();
+    for (step, &id) in swept.iter().enumerate() {
+        while let Some(&(_, p)) = next.next_if(|t| t.0 == step) {
+            let size = nodes[p as usize].shape.size();
+            let best = free.iter().enumerate().filter(|(_, b)| b.0 >= size).min_by_key(|(_, b)| b.0).map(|(k, _)| k);
+            let start = match best {
+                Some(k) => free.swap_remove(k).1,
+                None => {
+                    len += size;
+                    size_of_block.insert(len - size, size);
+                    len - size
+                }
+            };
+            at[p as usize] = start;
+            clears.push((step, start, start + size));
+        }
+        if large(id) {
+            let start = at[id as usize];
+            free.push((size_of_block[&start], start));
+        }
+    }
+    let blocks: usize = size_of_block.values().sum();
+    let outside: usize = (0..nodes.len()).filter(|&i| needs[i] && at[i] == nodes[i].val).map(|i| nodes[i].shape.size()).sum();
+    Some(SharedAdjoints { at, clears, len, used: blocks + outside })
+}
