@@ -125,6 +125,14 @@ fn cases() -> Vec<Case> {
             range: (-1.0, 1.0),
             build: |g, p| op(g, Op::Matmul, &[p[0], p[1]]),
         },
+        // Cholesky's tangent: the upper triangles are read by neither, so their differences are zero too.
+        Case { name: "lowerMatmul", params: vec![m33, m33], range: (-1.0, 1.0), build: |g, p| op(g, Op::LowerMatmul, &[p[0], p[1]]) },
+        Case {
+            name: "lowerMatmul large (faer path)",
+            params: vec![Shape::Matrix(48, 48), Shape::Matrix(48, 48)],
+            range: (-1.0, 1.0),
+            build: |g, p| op(g, Op::LowerMatmul, &[p[0], p[1]]),
+        },
         Case { name: "matmul vector", params: vec![m23, v3], range: (-1.0, 1.0), build: |g, p| op(g, Op::Matmul, &[p[0], p[1]]) },
         Case { name: "dot", params: vec![v3, v3], range: (-1.0, 1.0), build: |g, p| op(g, Op::Dot, &[p[0], p[1]]) },
         Case { name: "diagPart", params: vec![m33], range: (-1.0, 1.0), build: |g, p| op(g, Op::DiagPart, &[p[0]]) },

@@ -123,6 +123,19 @@ fn cases() -> Vec<Case> {
             let k = spd(g, p[0]);
             op(g, Op::Cholesky, &[k])
         }),
+        // K = v·exp(−D/l) + I from a symmetric constant D: its tangent is
+        // symmetric by construction, so the rule takes it as its own symmetric part.
+        case("cholesky of a kernel matrix", &[Shape::Scalar, Shape::Scalar], |g, p| {
+            let d = constant(g, m(3, 3), &[0.0, 0.5, 2.0, 0.5, 0.0, 1.0, 2.0, 1.0, 0.0]);
+            let dl = op(g, Op::Div, &[d, p[0]]);
+            let e = op(g, Op::Neg, &[dl]);
+            let e = op(g, Op::Exp, &[e]);
+            let ve = op(g, Op::Mul, &[p[1], e]);
+            let one = constant(g, Shape::Scalar, &[1.0]);
+            let k = op(g, Op::AddDiag, &[ve, one]);
+            op(g, Op::Cholesky, &[k])
+        }),
+        case("lowerMatmul", &[m(3, 3), m(3, 3)], |g, p| op(g, Op::LowerMatmul, &[p[0], p[1]])),
         case("triangularSolve lower", &[m(3, 3), m(3, 2)], |g, p| {
             let k = spd(g, p[0]);
             op(g, Op::TriangularSolve { lower: true }, &[k, p[1]])
@@ -296,4 +309,21 @@ fn ties_take_the_side_the_adjoint_takes() {
     let r = g.op(Op::Relu, &[b], true).unwrap();
     let t = jvp(&mut g, r, &[(b, tb)], true).unwrap().unwrap();
     assert_eq!(g.value(t).unwrap(), [10.0, 20.0, 0.0]);
+}
+
+/// Cholesky's rule symmetrizes its operand's tangent (a transpose) unless
+/// that tangent is symmetric by construction, as a kernel matrix's is.
+#[test]
+fn cholesky_symmetrizes_only_a_tangent_not_symmetric_by_construction() {
+    let transposes = |name: &str| {
+        let c = cases().into_iter().find(|c| c.name == name).unwrap();
+        let (mut g, leaves, root) = record(&c, &c.values);
+        let seeds: Vec<(u32, u32)> = leaves.iter().map(|&l| (l, g.leaf(Op::Leaf, g.nodes[l as usize].shape, &[]).unwrap())).collect();
+        let before = g.nodes.len();
+        jvp(&mut g, root, &seeds, false).unwrap();
+        g.nodes[before..].iter().filter(|n| n.op == Op::Transpose).count()
+    };
+    // The rule's own transposes: W's, and sym(Ȧ)'s where it is needed.
+    assert_eq!(transposes("cholesky of a kernel matrix"), 1);
+    assert_eq!(transposes("cholesky"), 3); // also Aᵀ's tangent inside A Aᵀ
 }

@@ -97,6 +97,9 @@ ops! {
     Digamma = Op::Digamma,
     Ge = Op::Ge,
     Gt = Op::Gt,
+    /// tril(A) tril(B) of two n×n matrices, read on and below the
+    /// diagonal (Cholesky's tangent): a sixth of a full product's work.
+    LowerMatmul = Op::LowerMatmul,
 }
 
 impl Op {
@@ -139,6 +142,7 @@ impl Op {
             Op::Digamma => "digamma",
             Op::Ge => "greaterEqual",
             Op::Gt => "greater",
+            Op::LowerMatmul => "lowerMatmul",
         }
     }
 
@@ -202,7 +206,7 @@ impl Op {
             Op::Leaf | Op::Input | Op::Const => Some(0),
             Op::External | Op::Concat { .. } => None,
             Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => Some(2),
-            Op::Matmul | Op::Dot | Op::AddDiag | Op::TriangularSolve { .. } | Op::SolveGeneral => Some(2),
+            Op::Matmul | Op::Dot | Op::AddDiag | Op::TriangularSolve { .. } | Op::SolveGeneral | Op::LowerMatmul => Some(2),
             _ => Some(1),
         };
         if let Some(k) = arity {
@@ -289,6 +293,10 @@ impl Op {
             },
             Op::TriangularSolve { .. } => solve_shape("triangularSolve", p[0], p[1]),
             Op::SolveGeneral => solve_shape("solveGeneral", p[0], p[1]),
+            Op::LowerMatmul => match (p[0].square(), p[1].square()) {
+                (Some(a), Some(b)) if a == b => Ok(p[0]),
+                _ => fail!("lowerMatmul: needs two square matrices of one order, got {} and {}", p[0], p[1]),
+            },
         }
     }
 }

@@ -21,6 +21,7 @@
 
 use super::error::Result;
 use super::graph::{post_order, Graph};
+use super::kernels::scalar;
 use super::op::{Exponent, Op};
 use super::shape::Shape;
 use crate::fail;
@@ -41,6 +42,8 @@ struct Recorder<'a> {
     g: &'a mut Graph,
     evaluate: bool,
     constants: HashMap<Constant, u32>,
+    /// `symmetric`'s answers so far.
+    symmetric: HashMap<u32, bool>,
 }
 
 impl Recorder<'_> {
@@ -101,6 +104,48 @@ impl Recorder<'_> {
     }
 }
 
+impl Recorder<'_> {
+    /// Whether node `id` is a symmetric matrix whatever the leaves hold (a
+    /// scalar counts, as an operand spread over one): made by elementwise
+    /// ops, `addDiag` and transposes from symmetric constants, so entries
+    /// (i, j) and (j, i) go through the same formulas from the same numbers.
+    fn symmetric(&mut self, id: u32) -> bool {
+        let mut stack = vec![id];
+        while let Some(&top) = stack.last() {
+            if self.symmetric.contains_key(&top) {
+                stack.pop();
+                continue;
+            }
+            let node = &self.g.nodes[top as usize];
+            let operands: &[u32] = match node.op {
+                _ if node.shape == Shape::Scalar => &[],
+                _ if node.shape.square().is_none() => &[],
+                Op::Const => &[],
+                Op::AddDiag | Op::Transpose => &node.parents[..1],
+                op if scalar::has_formula(op) => &node.parents,
+                _ => &[],
+            };
+            let pending: Vec<u32> = operands.iter().copied().filter(|p| !self.symmetric.contains_key(p)).collect();
+            if !pending.is_empty() {
+                stack.extend(pending);
+                continue;
+            }
+            let answer = match node.op {
+                _ if node.shape == Shape::Scalar => true,
+                _ if node.shape.square().is_none() => false,
+                Op::Const => {
+                    let (n, v) = (node.shape.rows_cols().0, &self.g.values[node.range()]);
+                    (0..n).all(|i| (0..i).all(|j| v[i * n + j] == v[j * n + i]))
+                }
+                _ => !operands.is_empty() && operands.iter().all(|p| self.symmetric[p]),
+            };
+            self.symmetric.insert(top, answer);
+            stack.pop();
+        }
+        self.symmetric[&id]
+    }
+}
+
 /// Record on `g` the tangent of `root` when each leaf of `seeds` moves
 /// along its tangent node: `(leaf, tangent)` pairs, the tangent shaped like
 /// the leaf. `None` when the root does not depend on any seed (its tangent
@@ -115,7 +160,7 @@ pub fn jvp(g: &mut Graph, root: u32, seeds: &[(u32, u32)], evaluate: bool) -> Re
         }
         tangent.insert(leaf, t);
     }
-    let mut r = Recorder { g, evaluate, constants: HashMap::new() };
+    let mut r = Recorder { g, evaluate, constants: HashMap::new(), symmetric: HashMap::new() };
     for id in order {
         let node = &r.g.nodes[id as usize];
         if node.parents.is_empty() {
@@ -240,7 +285,7 @@ fn rule(r: &mut Recorder, op: Op, y: u32, p: &[u32], ts: &[Option<u32>]) -> Resu
             one(r, Op::Mul, &[tx, d])
         }
         Op::Sum | Op::Mean | Op::Transpose | Op::DiagPart | Op::Reshape(_) | Op::Slice { .. } => one(r, op, &[t0.expect("one operand")]),
-        Op::Matmul | Op::Dot => {
+        Op::Matmul | Op::Dot | Op::LowerMatmul => {
             let a = match t(0) {
                 Some(ta) => Some(r.op(op, &[ta, p[1]])?),
                 None => None,
@@ -276,16 +321,21 @@ fn rule(r: &mut Recorder, op: Op, y: u32, p: &[u32], ts: &[Option<u32>]) -> Resu
         Op::Cholesky => {
             let ta = t0.expect("one operand");
             let n = shape.rows_cols().0;
-            let (half, at) = (r.number(0.5)?, r.op(Op::Transpose, &[ta])?);
-            let both = r.op(Op::Add, &[ta, at])?;
-            let sym = r.op(Op::Mul, &[both, half])?;
+            // A tangent symmetric by construction is its own symmetric part.
+            let sym = if r.symmetric(ta) {
+                ta
+            } else {
+                let (half, at) = (r.number(0.5)?, r.op(Op::Transpose, &[ta])?);
+                let both = r.op(Op::Add, &[ta, at])?;
+                r.op(Op::Mul, &[both, half])?
+            };
             let lower = Op::TriangularSolve { lower: true };
             let w = r.op(lower, &[y, sym])?;
             let wt = r.op(Op::Transpose, &[w])?;
             let z = r.op(lower, &[y, wt])?;
             let phi = r.constant(Constant::HalfLower(n))?;
             let zl = r.op(Op::Mul, &[z, phi])?;
-            one(r, Op::Matmul, &[y, zl])
+            one(r, Op::LowerMatmul, &[y, zl])
         }
         Op::TriangularSolve { lower } => {
             let n = r.shape(p[0]).rows_cols().0;

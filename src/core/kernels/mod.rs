@@ -105,6 +105,7 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
             }
         }
         Op::Dot => out[0] = matrix::dot(v(0), v(1)),
+        Op::LowerMatmul => linalg::lower_matmul(v(0), v(1), p.shape(0).rows_cols().0, out),
         Op::Transpose => {
             let (m, n) = p.shape(0).rows_cols();
             matrix::transpose(m, n, v(0), out)
@@ -255,6 +256,14 @@ fn parent_adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &
             }
         }
         Op::Dot => matrix::axpy(g[0], v(1 - k), d),
+        Op::LowerMatmul => {
+            let n = p.shape(0).rows_cols().0;
+            if k == 0 {
+                linalg::lower_matmul_abar(g, v(1), n, d)
+            } else {
+                linalg::lower_matmul_bbar(v(0), g, n, d)
+            }
+        }
         Op::Transpose => {
             let (m, n) = p.shape(0).rows_cols();
             matrix::add_transposed(n, m, g, d)

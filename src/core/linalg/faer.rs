@@ -102,6 +102,35 @@ pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: 
     trimatmul::matmul(dst, structure, Accum::Add, b, BlockStructure::Rectangular, xt, BlockStructure::Rectangular, -1.0, par);
 }
 
+/// Y = tril(A) tril(B) on Y's lower triangle, its strict upper zeroed.
+pub fn lower_matmul(a: &[f64], b: &[f64], n: usize, y: &mut [f64], par: Par) {
+    for i in 0..n {
+        y[i * n + i + 1..i * n + n].fill(0.0);
+    }
+    let dst = MatMut::from_row_major_slice_mut(&mut y[..n * n], n, n);
+    let (a, b) = (MatRef::from_row_major_slice(&a[..n * n], n, n), MatRef::from_row_major_slice(&b[..n * n], n, n));
+    let lower = BlockStructure::TriangularLower;
+    trimatmul::matmul(dst, lower, Accum::Replace, a, lower, b, lower, 1.0, par);
+}
+
+/// Ā += tril(tril(Ȳ) tril(B)ᵀ), the upper triangle left as it is.
+pub fn lower_matmul_abar(ybar: &[f64], b: &[f64], n: usize, abar: &mut [f64], par: Par) {
+    let dst = MatMut::from_row_major_slice_mut(&mut abar[..n * n], n, n);
+    let g = MatRef::from_row_major_slice(&ybar[..n * n], n, n);
+    let bt = MatRef::from_row_major_slice(&b[..n * n], n, n).transpose();
+    let lower = BlockStructure::TriangularLower;
+    trimatmul::matmul(dst, lower, Accum::Add, g, lower, bt, BlockStructure::TriangularUpper, 1.0, par);
+}
+
+/// B̄ += tril(tril(A)ᵀ tril(Ȳ)), the upper triangle left as it is.
+pub fn lower_matmul_bbar(a: &[f64], ybar: &[f64], n: usize, bbar: &mut [f64], par: Par) {
+    let dst = MatMut::from_row_major_slice_mut(&mut bbar[..n * n], n, n);
+    let at = MatRef::from_row_major_slice(&a[..n * n], n, n).transpose();
+    let g = MatRef::from_row_major_slice(&ybar[..n * n], n, n);
+    let lower = BlockStructure::TriangularLower;
+    trimatmul::matmul(dst, lower, Accum::Add, at, BlockStructure::TriangularUpper, g, lower, 1.0, par);
+}
+
 /// `vzeroupper` where AVX is (`library.rs` calls it after each kernel here).
 /// Not inlined: the calling convention leaves no vector register live
 /// across a call, so clearing their upper halves here disturbs nothing.

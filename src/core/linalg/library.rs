@@ -160,6 +160,37 @@ pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: 
     false
 }
 
+/// faer's products of lower triangles from this order on.
+#[cfg(not(target_arch = "wasm32"))]
+const TRIANGLE_PRODUCT_FROM: usize = 48;
+
+/// The three products of `lower_matmul` and its adjoint, each on two
+/// lower triangles `x` and `y`.
+pub enum LowerProduct {
+    /// out = tril(x) tril(y)
+    Forward,
+    /// out += tril(tril(x) tril(y)ᵀ): Ā from x = Ȳ, y = B
+    AdjointA,
+    /// out += tril(tril(x)ᵀ tril(y)): B̄ from x = A, y = Ȳ
+    AdjointB,
+}
+
+/// A `LowerProduct` by faer when the triangles it reads are finite.
+pub fn lower_matmul(which: LowerProduct, x: &[f64], y: &[f64], n: usize, out: &mut [f64]) -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    if n >= TRIANGLE_PRODUCT_FROM && finite_triangle(x, n, true) && finite_triangle(y, n, true) {
+        let par = par_for(n.saturating_mul(n).saturating_mul(n) / 6);
+        faer(|| match which {
+            LowerProduct::Forward => super::faer::lower_matmul(x, y, n, out, par),
+            LowerProduct::AdjointA => super::faer::lower_matmul_abar(x, y, n, out, par),
+            LowerProduct::AdjointB => super::faer::lower_matmul_bbar(x, y, n, out, par),
+        });
+        return true;
+    }
+    let _ = (which, x, y, n, out);
+    false
+}
+
 /// One right-hand side with nalgebra, on a column-major view of T, which is
 /// Tᵀ: its `tr_solve_*` solve T itself (by dot products of T's rows, as
 /// ours), its `solve_*` solve Tᵀ. False at a zero pivot, which the

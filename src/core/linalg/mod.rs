@@ -35,10 +35,11 @@ pub use lu::sub_outer;
 pub mod hand {
     pub use super::cholesky::{cholesky, cholesky_adjoint};
     pub use super::lu::{lu_factor, lu_solve, lu_solve_transpose};
-    pub use super::triangular::{triangular_solve, triangular_solve_bbar, triangular_solve_tbar};
+    pub use super::triangular::{lower_matmul, lower_matmul_abar, lower_matmul_bbar, triangular_solve, triangular_solve_bbar, triangular_solve_tbar};
 }
 
 use crate::core::error::Result;
+use library::LowerProduct;
 
 /// Lower Cholesky factor L of a symmetric positive-definite A (all n² entries
 /// of `l` written, zeros above the diagonal). Errors: `cholesky::cholesky`.
@@ -83,6 +84,28 @@ pub fn triangular_solve_bbar(t: &[f64], n: usize, lower: bool, xbar: &[f64], k: 
 pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64]) {
     if !library::triangular_solve_tbar(n, lower, bbar, x, k, tbar) {
         triangular::triangular_solve_tbar(n, lower, bbar, x, k, tbar)
+    }
+}
+
+/// Y = tril(A) tril(B), A and B n×n read on and below the diagonal only
+/// (all of `y` written, zeros above).
+pub fn lower_matmul(a: &[f64], b: &[f64], n: usize, y: &mut [f64]) {
+    if !library::lower_matmul(LowerProduct::Forward, a, b, n, y) {
+        triangular::lower_matmul(a, b, n, y)
+    }
+}
+
+/// `lower_matmul`'s adjoint for A: ACCUMULATE Ā += tril(tril(Ȳ) tril(B)ᵀ).
+pub fn lower_matmul_abar(ybar: &[f64], b: &[f64], n: usize, abar: &mut [f64]) {
+    if !library::lower_matmul(LowerProduct::AdjointA, ybar, b, n, abar) {
+        triangular::lower_matmul_abar(ybar, b, n, abar)
+    }
+}
+
+/// `lower_matmul`'s adjoint for B: ACCUMULATE B̄ += tril(tril(A)ᵀ tril(Ȳ)).
+pub fn lower_matmul_bbar(a: &[f64], ybar: &[f64], n: usize, bbar: &mut [f64]) {
+    if !library::lower_matmul(LowerProduct::AdjointB, a, ybar, n, bbar) {
+        triangular::lower_matmul_bbar(a, ybar, n, bbar)
     }
 }
 

@@ -1,4 +1,5 @@
-//! Triangular solves and their adjoints, hand-written on row-major slices.
+//! Triangular solves, products of lower triangles, and their adjoints,
+//! hand-written on row-major slices.
 
 use super::{axpy, dot, solve_lower_in_place, solve_lower_transposed_in_place, solve_upper_in_place, solve_upper_transposed_in_place};
 
@@ -42,6 +43,40 @@ pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: 
             for (tij, xj) in trow.iter_mut().zip(x[lo * k..hi * k].chunks_exact(k)) {
                 *tij -= dot(bi, xj);
             }
+        }
+    }
+}
+
+/// Y = tril(A) tril(B), A, B n×n, read on and below the diagonal only; all
+/// of `y` written (zeros above the diagonal). Y[i][j] sums over j ≤ k ≤ i.
+pub fn lower_matmul(a: &[f64], b: &[f64], n: usize, y: &mut [f64]) {
+    let y = &mut y[..n * n];
+    y.fill(0.0);
+    for i in 0..n {
+        let yi = &mut y[i * n..i * n + i + 1];
+        for (k, &aik) in a[i * n..i * n + i + 1].iter().enumerate() {
+            axpy(&mut yi[..k + 1], aik, &b[k * n..k * n + k + 1]);
+        }
+    }
+}
+
+/// `lower_matmul`'s adjoint for A: ACCUMULATE Ā += tril(tril(Ȳ) tril(B)ᵀ)
+/// on and below the diagonal; Ā[i][j] sums over k ≤ j.
+pub fn lower_matmul_abar(ybar: &[f64], b: &[f64], n: usize, abar: &mut [f64]) {
+    for i in 0..n {
+        for j in 0..=i {
+            abar[i * n + j] += dot(&ybar[i * n..i * n + j + 1], &b[j * n..j * n + j + 1]);
+        }
+    }
+}
+
+/// `lower_matmul`'s adjoint for B: ACCUMULATE B̄ += tril(tril(A)ᵀ tril(Ȳ))
+/// on and below the diagonal; B̄[i][j] sums over k ≥ i.
+pub fn lower_matmul_bbar(a: &[f64], ybar: &[f64], n: usize, bbar: &mut [f64]) {
+    for k in 0..n {
+        for i in 0..=k {
+            let aki = a[k * n + i];
+            axpy(&mut bbar[i * n..i * n + i + 1], aki, &ybar[k * n..k * n + i + 1]);
         }
     }
 }
