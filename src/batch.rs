@@ -48,7 +48,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn whole(message: impl Into<String>) -> Failure {
+    pub fn whole(message: impl Into<String>) -> Failure {
         Failure { index: None, error: Error(message.into()) }
     }
 
@@ -195,6 +195,8 @@ struct Block<'a> {
     first: usize,
     values: &'a mut [f64],
     grads: &'a mut [f64],
+    /// The first block's: where the first point's output goes (`run`'s `first_output`).
+    output: Option<&'a mut [f64]>,
 }
 
 /// What the threads of one batch share.
@@ -202,6 +204,8 @@ struct Shared<'a> {
     params: &'a [f64],
     inputs: &'a [f64],
     width: usize,
+    /// Which of the plan's outputs the first block reads after its first point.
+    output: usize,
     queue: Mutex<std::vec::IntoIter<Block<'a>>>,
     /// The lowest index that failed so far (`usize::MAX` while none has):
     /// points above it need not run.
@@ -246,7 +250,7 @@ fn work(p: &mut Plan, cached: &mut Option<Lanes>, s: &Shared) {
 /// Evaluate blocks from the queue until it is empty or a lower point has failed.
 fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
     loop {
-        let Some(block) = lock(&s.queue).next() else { return };
+        let Some(mut block) = lock(&s.queue).next() else { return };
         if block.first > s.stop.load(Ordering::Relaxed) {
             return; // blocks come in order: every later one is above it too
         }
@@ -256,6 +260,12 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
             let groups = block.values.chunks_mut(LANES).zip(block.grads.chunks_mut(LANES * w));
             for ((values, grads), points) in groups.zip(params.chunks(LANES * w)) {
                 p.replay_lanes(lanes, points, w, values, grads);
+                if let Some(out) = block.output.take() {
+                    if let Err(error) = p.lane_output(lanes, s.output, out) {
+                        s.stop.fetch_min(0, Ordering::Relaxed);
+                        lock(&s.failures).push(Failure { index: Some(0), error });
+                    }
+                }
             }
             s.done.fetch_add(block.values.len(), Ordering::Relaxed);
             continue;
@@ -267,7 +277,11 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
             }
             let point = &s.params[i * s.width..(i + 1) * s.width];
             let grad = &mut block.grads[j * s.width..(j + 1) * s.width];
-            if let Err(error) = one(p, np, point, value, grad) {
+            let first_output = |p: &Plan, out: Option<&mut [f64]>| match out {
+                Some(out) => crate::api::plan_output_into(p, s.output, out),
+                None => Ok(()),
+            };
+            if let Err(error) = one(p, np, point, value, grad).and_then(|()| first_output(p, block.output.take())) {
                 s.stop.fetch_min(i, Ordering::Relaxed);
                 lock(&s.failures).push(Failure { index: Some(i), error });
                 return;
@@ -304,7 +318,9 @@ pub enum Replicas<'a> {
 
 /// Evaluate a batch (the layout is in the module's comment) on up to
 /// `threads` threads (0: the machine's available parallelism; always one
-/// with `Replicas::Own`). On failure, the error of the lowest failing point.
+/// with `Replicas::Own`); with `first_output` (i, out), output i of the plan
+/// (`Plan::build_outputs`) at the first point goes to `out` as well. On
+/// failure, the error of the lowest failing point.
 pub fn run(
     replicas: Replicas,
     params: &[f64],
@@ -313,6 +329,7 @@ pub fn run(
     threads: usize,
     values: &mut [f64],
     grads: &mut [f64],
+    first_output: Option<(usize, &mut [f64])>,
 ) -> Result<(), Failure> {
     let plan: &Plan = match &replicas {
         Replicas::Own(p) => p,
@@ -335,12 +352,16 @@ pub fn run(
     let size = block_size(k, threads, group);
     let mut blocks = Vec::with_capacity(k.div_ceil(size));
     let (mut v, mut g) = (values, grads);
+    let (output, mut output_buffer) = match first_output {
+        Some((i, out)) => (i, Some(out)),
+        None => (0, None),
+    };
     let mut first = 0;
     while first < k {
         let n = size.min(k - first);
         let (vh, vt) = std::mem::take(&mut v).split_at_mut(n);
         let (gh, gt) = std::mem::take(&mut g).split_at_mut(n * width);
-        blocks.push(Block { first, values: vh, grads: gh });
+        blocks.push(Block { first, values: vh, grads: gh, output: output_buffer.take() });
         (v, g) = (vt, gt);
         first += n;
     }
@@ -348,6 +369,7 @@ pub fn run(
         params,
         inputs,
         width,
+        output,
         queue: Mutex::new(blocks.into_iter()),
         stop: AtomicUsize::new(usize::MAX),
         failures: Mutex::new(Vec::new()),
@@ -384,6 +406,53 @@ pub fn run(
         Some(f) => Err(f),
         None => Ok(()),
     }
+}
+
+/// The gradients of a derived plan (`Plan::tangent_plan`: a Hessian's rows;
+/// `Plan::row_plan`: a Jacobian's) at the points (x, eⱼ), one per unit
+/// direction eⱼ of the parameter values past x, as batches (on every core,
+/// in lanes where the ops allow). Each point's first `rows.len() / count`
+/// gradient values go to `rows`, the first point's others to `rest` unless
+/// it is empty, and output 0 at the first point to `value` unless it is empty.
+pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64], rest: &mut [f64], value: &mut [f64]) -> std::result::Result<(), Failure> {
+    let width = match &replicas {
+        Replicas::Own(p) => width(p),
+        Replicas::Pool(pool) => width(pool.plan()),
+    };
+    let count = width.saturating_sub(x.len());
+    let keep = rows.len().checked_div(count).unwrap_or(0);
+    if x.len() > width || rows.len() != count * keep || keep > width || !(rest.is_empty() || rest.len() == width - keep) {
+        return Err(Failure::whole("unit directions: buffers do not match the plan"));
+    }
+    if count == 0 {
+        // No direction, no point to read the value at.
+        return if value.is_empty() { Ok(()) } else { Err(Failure::whole("unit directions: none to evaluate")) };
+    }
+    // Points per batch: all of them unless that would hold more than 2^24 values.
+    let per = count.min((1usize << 24) / width).max(8).min(count);
+    let (mut params, mut grads, mut values) = (vec![0.0; per * width], vec![0.0; per * width], vec![0.0; per]);
+    let mut value = (!value.is_empty()).then_some(value);
+    for from in (0..count).step_by(per) {
+        let k = per.min(count - from);
+        for (i, point) in params.chunks_exact_mut(width).take(k).enumerate() {
+            point[..x.len()].copy_from_slice(x);
+            point[x.len()..].fill(0.0);
+            point[x.len() + from + i] = 1.0;
+        }
+        let chunk = match &mut replicas {
+            Replicas::Own(p) => Replicas::Own(&mut **p),
+            Replicas::Pool(pool) => Replicas::Pool(*pool),
+        };
+        let first_output = value.take().map(|v| (0, v));
+        run(chunk, &params[..k * width], inputs, k, 0, &mut values[..k], &mut grads[..k * width], first_output)?;
+        for (i, g) in grads.chunks_exact(width).take(k).enumerate() {
+            rows[(from + i) * keep..(from + i + 1) * keep].copy_from_slice(&g[..keep]);
+        }
+        if from == 0 && !rest.is_empty() {
+            rest.copy_from_slice(&grads[keep..width]);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

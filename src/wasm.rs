@@ -21,6 +21,8 @@ use crate::core::error::Result;
 use crate::core::plan::Plan;
 use std::cell::{Cell, RefCell};
 
+mod many;
+
 thread_local! {
     static SCRATCH: RefCell<[Vec<u64>; 4]> = const { RefCell::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]) };
     /// The last failure's message, or text a call returns (op names, plan JSON).
@@ -494,24 +496,4 @@ pub extern "C" fn plan_output(p: u32, i: u32, len: u32) -> i32 {
 #[no_mangle]
 pub extern "C" fn plan_jacobian(p: u32, flat: u32, len: u32) -> i32 {
     status(with_plan(p, |p| api::plan_jacobian(p, buffer(0, flat), buffer(2, len))))
-}
-
-// ---------------------------------------------------------------- many points per call
-
-/// A batch on this (the only) thread, in `batch.rs`'s layout: parameters in
-/// scratch 0, inputs in scratch 1, the label for messages (UTF-8) in scratch
-/// 3; the `k` values, then the `k` gradients, go to scratch 2.
-#[no_mangle]
-pub extern "C" fn plan_batch(p: u32, k: u32, params: u32, inputs: u32, label: u32) -> i32 {
-    use crate::batch::{self, Replicas};
-    use crate::core::error::Error;
-    status(with_plan(p, |plan| {
-        let label = text_arg(3, label)?;
-        let (k, n) = (k as usize, params as usize);
-        batch::check(plan, n, inputs as usize, k).map_err(|f| Error(f.message(label)))?;
-        let out = buffer::<f64>(2, (k + n) as u32);
-        let (values, grads) = out.split_at_mut(k);
-        batch::run(Replicas::Own(plan), buffer(0, params), buffer(1, inputs), k, 1, values, grads)
-            .map_err(|f| Error(f.message(label)))
-    }))
 }

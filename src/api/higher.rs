@@ -1,6 +1,6 @@
 //! Forward mode and second order (`core::tangent`): the eager tape's
 //! tangents, a tangent plan's outputs, and its forward-mode Jacobian in one
-//! call. (Hessians and reverse Jacobians are batches, run by JavaScript.)
+//! call. (Hessians and reverse Jacobians are batches: `batch::units`.)
 
 use super::{flat_range, with_tape};
 use crate::core::error::Result;

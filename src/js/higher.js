@@ -320,31 +320,19 @@ class DerivedPlan {
   }
 
   /**
-   * The gradients at the points (x, eⱼ), j < `count`, as batches: on every
-   * core, and in lanes of eight points where the plan's ops have lane
-   * kernels (src/core/plan/lanes.rs). A point is `point` (x in its first
-   * `w` values) with a 1 at `w + j`; `take(j, gradient)` receives each
-   * point's gradient (a view, valid during the call).
+   * The gradients at the points (x, eⱼ), one per unit direction eⱼ of the
+   * parameter values past x (src/batch.rs, `units`): on every core,
+   * in lanes of eight points where the plan's ops have lane kernels
+   * (src/core/plan/lanes.rs). Each point's first `rows.length / count`
+   * gradient values go to `rows`; the first point's others to `rest`, and
+   * output 0 there to `value`, unless they are empty.
    */
-  units(point, count, ins, label, take) {
-    const size = point.length;
-    const w = this.base.width();
-    // Points per batch: all of them unless that would hold more than 2^24 values.
-    const per = Math.max(8, Math.min(count, Math.floor(2 ** 24 / size)));
-    for (let from = 0; from < count; from += per) {
-      const k = Math.min(per, count - from);
-      const params = new Float64Array(k * size);
-      for (let i = 0; i < k; i++) {
-        params.set(point, i * size);
-        params[i * size + w + from + i] = 1;
-      }
-      const values = new Float64Array(k);
-      const grads = new Float64Array(params.length);
-      N.planBatch(this.pool(), params, ins, k, 0, label, values, grads);
-      for (let i = 0; i < k; i++) take(from + i, grads.subarray(i * size, (i + 1) * size));
-    }
+  units(x, ins, label, rows, rest = NOTHING, value = NOTHING) {
+    N.planUnits(this.pool(), x, ins, label, rows, rest, value);
   }
 }
+
+const NOTHING = new Float64Array(0);
 
 /**
  * A plan's tangent plan (Plan::tangent_plan): parameters, their tangents,
@@ -457,19 +445,21 @@ export function attachDerivatives(c, resolve, eager) {
     if (base.rootShape.length !== 0) throw scalarRootError('hessian', base.rootShape);
     const q = base.width();
     checkHessianSize(q, 'hessian');
-    // The value first: a failure on values (a matrix not positive definite)
-    // throws here with the message a gradient call gives.
-    const value = base.value(x, inputs);
-    const tp = tangentOf(base);
-    const out = new Float64Array(1 + q + q * q);
-    out[0] = value;
-    const point = new Float64Array(2 * q);
+    const point = new Float64Array(q);
     base.packPoint(x, point, 0);
-    tp.units(point, q, base.packInputs(inputs), 'hessian', (j, g) => {
-      out.set(g.subarray(0, q), 1 + q + j * q);
-      if (j === 0) out.set(g.subarray(q, 2 * q), 1);
-    });
-    return { value, gradient: outForms(base, x, out, 1), hessian: symmetric(out, 1 + q, q, callerOrder(base, x)) };
+    const ins = base.packInputs(inputs);
+    if (q === 0) return { value: base.value(x, inputs), gradient: outForms(base, x, point, 0), hessian: [] };
+    const rows = new Float64Array(q * q);
+    const gradient = new Float64Array(q);
+    const value = new Float64Array(1);
+    try {
+      tangentOf(base).units(point, ins, 'hessian', rows, gradient, value);
+    } catch (e) {
+      // A failure on values (a matrix not positive definite), with the message a gradient call gives.
+      base.value(x, inputs);
+      throw e;
+    }
+    return { value: value[0], gradient: outForms(base, x, gradient, 0), hessian: symmetric(rows, 0, q, callerOrder(base, x)) };
   };
   c.jacobian = (x, inputs) => {
     x = readOnce(x);
@@ -486,9 +476,9 @@ export function attachDerivatives(c, resolve, eager) {
       // Forward mode where it takes fewer passes: one per parameter value against one per output.
       if (q < m) N.planJacobian(tangentOf(base).native(), packArgs(base, x, inputs), out);
       else {
-        const point = new Float64Array(q + m);
+        const point = new Float64Array(q);
         base.packPoint(x, point, 0);
-        rowsOf(base).units(point, m, base.packInputs(inputs), 'jacobian', (i, g) => out.set(g.subarray(0, q), i * q));
+        rowsOf(base).units(point, base.packInputs(inputs), 'jacobian', out);
       }
     } catch (e) {
       // A failure on values, with the message a single call gives.

@@ -10,7 +10,7 @@
 
 use super::lane_base::{lanewise, widest, Lane, Layout, Term, LANES};
 use super::{arena_ranges, Plan, Step};
-use crate::core::graph::{eval, mark_needs, post_order};
+use crate::core::graph::{eval, mark_needs, post_order_all};
 use crate::core::op::Op;
 use crate::core::kernels::scalar::{self, with_constant_formula, Formula};
 use std::cell::Cell;
@@ -147,9 +147,11 @@ impl Plan {
         if self.graph.values.len() > MAX_LANE_VALUES || !self.in_order {
             return None;
         }
-        // A plan's leaves are its parameters; what depends on one differs from point to point.
+        // A plan's leaves are its parameters; what depends on one differs
+        // from point to point (outputs included: `lane_output` reads them).
         let mut varying = Vec::new();
-        mark_needs(nodes, &post_order(nodes, self.root), |n| n.op == Op::Leaf, &mut varying);
+        let roots: Vec<u32> = std::iter::once(self.root).chain(self.outputs.iter().copied()).collect();
+        mark_needs(nodes, &post_order_all(nodes, &roots), |n| n.op == Op::Leaf, &mut varying);
         (0..nodes.len()).all(|id| !varying[id] || node_fits(nodes, id, &varying)).then_some(varying)
     }
 
@@ -298,6 +300,34 @@ impl Plan {
     /// order, so each point's results are bit-identical to a single replay.
     pub fn replay_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
         replay(self, lanes, params, width, values, grads)
+    }
+
+    /// Output `i`'s value at the first point these lanes last replayed
+    /// (a point of the group `replay_lanes` was given), into `out` (its
+    /// size). Only a scalar output: scalars keep their places in lanes,
+    /// where a vector's may be taken over by a later step.
+    pub fn lane_output(&self, lanes: &mut Lanes, i: usize, out: &mut [f64]) -> crate::core::error::Result<()> {
+        let id = match self.outputs.get(i) {
+            Some(&id) => id as usize,
+            None => return crate::fail!("plan has no output {i}"),
+        };
+        let node = &self.graph.nodes[id];
+        if out.len() != node.shape.size() {
+            return crate::fail!("output buffer does not match output {i}");
+        }
+        if lanes.varying[id] {
+            if node.shape != crate::core::shape::Shape::Scalar {
+                return crate::fail!("output {i} is not a scalar, which lanes do not keep");
+            }
+            let at = lanes.layout.value[id];
+            let v = lanes.arena.cells();
+            for (o, lane) in out.iter_mut().zip(&v[at..at + node.shape.size()]) {
+                *o = lane.get()[0];
+            }
+        } else {
+            out.copy_from_slice(&self.graph.values[node.range()]);
+        }
+        Ok(())
     }
 
     #[inline(always)]
