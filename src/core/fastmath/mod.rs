@@ -84,6 +84,8 @@
 //!   (5 of 2·10^7 points of [0, 1.5], at most 4.06e-16).
 //!
 
+use crate::core::plan::lane_base::widest;
+
 /// Elements per block in the phased slice kernels.
 const BLOCK: usize = 256;
 /// Slices shorter than this use a single loop (same results).
@@ -229,7 +231,10 @@ pub fn tanh(x: f64) -> f64 {
     tanh_finish(x, e, elo)
 }
 
-/// out[i] = tanh(a[i]). Panics if the lengths differ.
+widest! {
+/// out[i] = tanh(a[i]). Panics if the lengths differ. Compiled for each
+/// vector width (`widest!`): AVX-512 runs eight elements an instruction
+/// where the baseline runs two, with the same operations, so the same bits.
 pub fn tanh_slice(a: &[f64], out: &mut [f64]) {
     assert_eq!(a.len(), out.len(), "tanh_slice: length mismatch");
     if a.len() < SHORT {
@@ -258,6 +263,7 @@ pub fn tanh_slice(a: &[f64], out: &mut [f64]) {
             *o = tanh_finish(x, e, elo);
         }
     }
+}
 }
 
 #[cfg(test)]

@@ -63,9 +63,9 @@ pub fn widest_here() -> u8 {
 /// one chosen at run time (`widest_here`). All three compute the same
 /// bits: Rust never fuses a multiply and an add unless asked (`mul_add`).
 macro_rules! widest {
-    ($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
+    ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
         $(#[$doc])*
-        fn $name($($arg: $ty),*) {
+        $vis fn $name($($arg: $ty),*) {
             #[inline(always)]
             fn body($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]

@@ -28,7 +28,7 @@ mod adjoints;
 mod adopt;
 mod compact;
 mod derived;
-mod lane_base;
+pub(crate) mod lane_base;
 mod lanes;
 pub use lane_base::{LANES, WIDEST};
 pub use lanes::Lanes;
