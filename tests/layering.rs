@@ -14,6 +14,7 @@ const RANKS: &[(&str, u32)] = &[
     ("error", 0),
     ("shape", 0),
     ("math", 0),
+    ("widest", 0),
     ("op", 1),
     ("special", 1),
     ("fastmath", 1),

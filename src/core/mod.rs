@@ -13,3 +13,4 @@ pub mod shape;
 pub mod special;
 pub mod tangent;
 pub mod tape;
+pub mod widest;

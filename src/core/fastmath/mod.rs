@@ -84,7 +84,7 @@
 //!   (5 of 2·10^7 points of [0, 1.5], at most 4.06e-16).
 //!
 
-use crate::core::plan::lane_base::widest;
+use crate::core::widest::widest;
 
 /// Elements per block in the phased slice kernels.
 const BLOCK: usize = 256;

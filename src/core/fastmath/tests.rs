@@ -279,7 +279,7 @@ fn slices_match_scalar_at_any_offset() {
     // Every vector width `widest!` compiles for (the same bits: results
     // do not depend on it, so other tests running meanwhile are unaffected).
     for widest in [2, 1, 0] {
-        crate::core::plan::WIDEST.store(widest, std::sync::atomic::Ordering::Relaxed);
+        crate::core::widest::WIDEST.store(widest, std::sync::atomic::Ordering::Relaxed);
         let (slice_fn, scalar_fn) = (tanh_slice, tanh);
         for start in 0..5 {
             for len in [0, 1, 2, 3, 15, 16, 17, 31, 255, 256, 257, 513, 1000, xs.len() - start] {
@@ -296,5 +296,5 @@ fn slices_match_scalar_at_any_offset() {
             }
         }
     }
-    crate::core::plan::WIDEST.store(2, std::sync::atomic::Ordering::Relaxed);
+    crate::core::widest::WIDEST.store(2, std::sync::atomic::Ordering::Relaxed);
 }

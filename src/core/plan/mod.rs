@@ -28,9 +28,10 @@ mod adjoints;
 mod adopt;
 mod compact;
 mod derived;
-pub(crate) mod lane_base;
+mod lane_base;
 mod lanes;
-pub use lane_base::{LANES, WIDEST};
+pub use lane_base::LANES;
+pub use super::widest::WIDEST;
 pub use lanes::Lanes;
 
 /// A parameter or input of the plan, in the caller's order.
