@@ -338,6 +338,19 @@ fn bench_size(c: &mut Criterion, n: usize) {
     let mut out = vec![0.0; nn];
     let mut out2 = vec![0.0; nn];
 
+    // --- Products of lower triangles (Cholesky's tangent) and an adjoint ---
+    {
+        linalg::lower_matmul(&d.l, &d.l, n, &mut out);
+        linalg::hand::lower_matmul(&d.l, &d.l, n, &mut out2);
+        agree("lower_matmul package", n, &out, &out2);
+        let mut g = group(c, "lower_matmul", n);
+        g.bench_function("ours", |bch| bch.iter(|| linalg::hand::lower_matmul(black_box(&d.l), &d.l, n, &mut out)));
+        g.bench_function("package", |bch| bch.iter(|| linalg::lower_matmul(black_box(&d.l), &d.l, n, &mut out)));
+        g.bench_function("ours-adjoint-b", |bch| bch.iter(|| linalg::hand::lower_matmul_bbar(black_box(&d.l), &d.l, n, &mut out)));
+        g.bench_function("package-adjoint-b", |bch| bch.iter(|| linalg::lower_matmul_bbar(black_box(&d.l), &d.l, n, &mut out)));
+        g.finish();
+    }
+
     // --- Cholesky -----------------------------------------------------------
     {
         na_cholesky(&d.a, n, &mut out);

@@ -129,7 +129,7 @@ fn cases() -> Vec<Case> {
         Case { name: "lowerMatmul", params: vec![m33, m33], range: (-1.0, 1.0), build: |g, p| op(g, Op::LowerMatmul, &[p[0], p[1]]) },
         Case {
             name: "lowerMatmul large (faer path)",
-            params: vec![Shape::Matrix(48, 48), Shape::Matrix(48, 48)],
+            params: vec![Shape::Matrix(64, 64), Shape::Matrix(64, 64)],
             range: (-1.0, 1.0),
             build: |g, p| op(g, Op::LowerMatmul, &[p[0], p[1]]),
         },

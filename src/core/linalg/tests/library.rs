@@ -109,13 +109,13 @@ fn the_solves_triangle_adjoint_matches_the_hand_kernel() {
 }
 
 /// The products of lower triangles against the full product of the masked
-/// matrices (a closed form), by faer (n = 60) and by hand (n = 7): only
+/// matrices (a closed form), by faer (n = 70) and by hand (n = 7): only
 /// the lower triangles are read (NaN above them), the adjoints accumulate
 /// and leave the upper triangle alone.
 #[test]
 fn products_of_lower_triangles_match_the_masked_products() {
     let mut rng = Lcg(31);
-    for n in [7, 60] {
+    for n in [7, 70] {
         let tril = |m: &[f64]| -> Vec<f64> { (0..n * n).map(|k| if k % n <= k / n { m[k] } else { 0.0 }).collect() };
         let product = |a: &[f64], ta: bool, b: &[f64], tb: bool| -> Vec<f64> {
             let at = |m: &[f64], t: bool, i: usize, j: usize| if t { m[j * n + i] } else { m[i * n + j] };
