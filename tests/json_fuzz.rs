@@ -718,15 +718,16 @@ fn kind_of(msg: &str) -> String {
 }
 
 /// The oracle's variants of the production build: each pass switched off
-/// alone, and every vector and matrix adjoint in shared blocks (production
-/// shares only large ones, which the fuzzed plans rarely hold). Only
+/// alone, and every vector and matrix adjoint in shared blocks, and every
+/// vector or matrix value no sweep reads (production shares only large
+/// ones, in large plans, which the fuzzed plans rarely hold). Only
 /// merging may change a result, and then only a gradient, by the rounding
 /// of sums taken in another order.
 const VARIANTS: [Passes; 4] = [
-    Passes { fold_constants: false, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: 2 },
-    Passes { fold_constants: true, skip_constant_adjoints: false, merge_identical: true, share_adjoints_from: 2 },
-    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: false, share_adjoints_from: 2 },
-    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: usize::MAX },
+    Passes { fold_constants: false, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: 2, share_values_past: 0 },
+    Passes { fold_constants: true, skip_constant_adjoints: false, merge_identical: true, share_adjoints_from: 2, share_values_past: 0 },
+    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: false, share_adjoints_from: 2, share_values_past: 0 },
+    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: usize::MAX, share_values_past: usize::MAX },
 ];
 
 /// A replay may take a constant plus this long per byte of text and per

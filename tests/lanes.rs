@@ -13,7 +13,8 @@ use tangent_grad::batch::{self, Pool, Replicas};
 use tangent_grad::core::graph::Graph;
 use tangent_grad::core::kernels::scalar::{partial, Formula};
 use tangent_grad::core::op::{Exponent, Op};
-use tangent_grad::core::plan::{Plan, LANES, WIDEST};
+use tangent_grad::core::plan::{Plan, LANES};
+use tangent_grad::core::widest::WIDEST;
 use tangent_grad::core::shape::Shape;
 
 struct Rng(u64);

@@ -132,14 +132,16 @@ fn show(b: &Bits) -> String {
 }
 
 const NO_SHARING: usize = usize::MAX;
-const COMBOS: [Passes; 6] = [
-    Passes { fold_constants: false, skip_constant_adjoints: false, merge_identical: true, share_adjoints_from: NO_SHARING },
-    Passes { fold_constants: true, skip_constant_adjoints: false, merge_identical: true, share_adjoints_from: NO_SHARING },
-    Passes { fold_constants: false, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: NO_SHARING },
-    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: NO_SHARING },
-    // Every vector and matrix adjoint in shared blocks (by default only large ones are).
-    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: 2 },
-    Passes { fold_constants: false, skip_constant_adjoints: false, merge_identical: true, share_adjoints_from: 2 },
+const COMBOS: [Passes; 7] = [
+    Passes { fold_constants: false, skip_constant_adjoints: false, merge_identical: true, share_adjoints_from: NO_SHARING, share_values_past: NO_SHARING },
+    Passes { fold_constants: true, skip_constant_adjoints: false, merge_identical: true, share_adjoints_from: NO_SHARING, share_values_past: NO_SHARING },
+    Passes { fold_constants: false, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: NO_SHARING, share_values_past: NO_SHARING },
+    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: NO_SHARING, share_values_past: NO_SHARING },
+    // Every vector and matrix adjoint in shared blocks (by default only large
+    // ones are), and the second time every such value no sweep reads too.
+    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: 2, share_values_past: NO_SHARING },
+    Passes { fold_constants: false, skip_constant_adjoints: false, merge_identical: true, share_adjoints_from: 2, share_values_past: 0 },
+    Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: 2, share_values_past: 0 },
 ];
 
 /// The heart of it: for each pass combination, a plan built from the tape
@@ -962,4 +964,50 @@ fn an_adopted_trace_replays_once_fed_other_bits() {
     let mut plan = Plan::adopt_current(std::mem::take(&mut tape.graph), obj.root, &obj.params, &obj.inputs).unwrap();
     let got = replay(&mut plan, &case.args[1]);
     assert_eq!(got.value, (-0.0f64).to_bits());
+}
+
+/// Values no sweep step reads (the GP's D²/(2l²), its negation, v·E and K)
+/// take turns in two blocks in a plan too large for lanes, and the sweep's
+/// three adjoint blocks lie over those two: four n×n fewer. Built, adopted
+/// with the trace's values, or replayed in a batch on two threads, the
+/// plan gives the eager bits.
+#[test]
+fn values_no_sweep_reads_share_blocks_and_change_no_number() {
+    use tangent_grad::batch::{self, Pool, Replicas};
+    let n = 200;
+    let case = Case {
+        name: "gp, n = 200",
+        record: rec_gp_200,
+        args: vec![(vec![vec![1.2], vec![0.9]], vec![]), (vec![vec![0.6], vec![1.5]], vec![])],
+    };
+    let expected: Vec<Bits> = case.args.iter().map(|a| {
+        let (mut tape, obj) = record(&case, a);
+        eager(&mut tape, &obj)
+    }).collect();
+    let (mut tape, obj) = record(&case, &case.args[0]);
+    let build = |past: usize| Plan::build_with(&tape.graph, obj.root, &obj.params, &obj.inputs, Passes { share_values_past: past, ..Passes::default() }).unwrap();
+    let (mut shared, mut private) = (build(Passes::default().share_values_past), build(NO_SHARING));
+    let nn = 8 * n * n;
+    assert!(private.bytes() >= shared.bytes() + 4 * nn, "bytes: {} shared, {} not", shared.bytes(), private.bytes());
+    for _ in 0..2 {
+        for (k, a) in case.args.iter().enumerate() {
+            assert!(replay(&mut shared, a) == expected[k], "built, args #{k}");
+            assert!(replay(&mut private, a) == expected[k]);
+        }
+    }
+    let pool = Pool::new(&shared);
+    let points: Vec<f64> = case.args.iter().chain(&case.args).flat_map(|a| a.0.concat()).collect();
+    let (mut values, mut grads) = (vec![0.0; 4], vec![0.0; 8]);
+    batch::run(Replicas::Pool(&pool), &points, &[], 4, 2, &mut values, &mut grads, None).unwrap();
+    for i in 0..4 {
+        let e = &expected[i % 2];
+        assert_eq!(values[i].to_bits(), e.value, "batch point {i}");
+        assert_eq!([grads[2 * i].to_bits(), grads[2 * i + 1].to_bits()], [e.grads[0][0], e.grads[1][0]], "batch point {i}");
+    }
+    let bytes = private.bytes();
+    let mut adopted = Plan::adopt_current(std::mem::take(&mut tape.graph), obj.root, &obj.params, &obj.inputs).unwrap();
+    assert!(bytes >= adopted.bytes() + 4 * nn, "adopted: {} bytes", adopted.bytes());
+    for (k, a) in [0, 1, 0].into_iter().map(|k| (k, &case.args[k])) {
+        assert!(replay(&mut adopted, a) == expected[k], "adopted, args #{k}");
+    }
 }

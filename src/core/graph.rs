@@ -112,10 +112,10 @@ fn parents_of(parents: &[u32]) -> Parents {
     }
 }
 
-/// The parents of `node` as a kernel reads them, from the lower part of an
-/// arena (parents always sit before their children).
+/// The parents of `node` as a kernel reads them, from an arena that holds
+/// them all.
 fn inputs<'a>(nodes: &'a [Node], node: &'a Node, values: &'a [f64]) -> Inputs<'a, Node> {
-    Inputs { operands: nodes, parents: &node.parents, values }
+    Inputs { operands: nodes, parents: &node.parents, values, above: &[], above_from: usize::MAX }
 }
 
 /// Whether JavaScript may record `op` in batches (src/js/queue.js),
@@ -132,8 +132,9 @@ pub fn batched(op: Op) -> bool {
 pub fn eval(nodes: &[Node], id: usize, values: &mut [f64], aux: &mut [f64]) -> Result<()> {
     let node = &nodes[id];
     let (lower, upper) = values.split_at_mut(node.val);
-    let p = inputs(nodes, node, lower);
-    kernels::forward(node.op, &p, &mut upper[..node.shape.size()], &mut aux[node.aux..node.aux + node.aux_len])
+    let (out, above) = upper.split_at_mut(node.shape.size());
+    let p = Inputs { operands: nodes, parents: &node.parents, values: lower, above, above_from: node.val + node.shape.size() };
+    kernels::forward(node.op, &p, out, &mut aux[node.aux..node.aux + node.aux_len])
 }
 
 /// Propagate node `id`'s adjoint to each parent that `needs` one.

@@ -43,8 +43,13 @@ pub struct Inputs<'a, N> {
     /// Every operand that may be a parent, by id.
     pub operands: &'a [N],
     pub parents: &'a [u32],
-    /// An arena (or its lower part) holding every parent's value.
+    /// An arena, or the part of it below the value being computed...
     pub values: &'a [f64],
+    /// ...and the part above it, from offset `above_from` (empty if none):
+    /// a plan whose values share blocks (`plan::values`) may hold an
+    /// operand above the value computed from it.
+    pub above: &'a [f64],
+    pub above_from: usize,
 }
 
 impl<'a, N: Operand> Inputs<'a, N> {
@@ -55,7 +60,12 @@ impl<'a, N: Operand> Inputs<'a, N> {
     }
 
     pub fn val(&self, k: usize) -> &'a [f64] {
-        &self.values[self.range(k)]
+        let r = self.range(k);
+        if r.start < self.above_from {
+            &self.values[r]
+        } else {
+            &self.above[r.start - self.above_from..r.end - self.above_from]
+        }
     }
 
     pub fn shape(&self, k: usize) -> Shape {

@@ -82,6 +82,7 @@ pub(super) fn share_adjoints(nodes: &[Node], swept: &[u32], needs: &[bool], root
         }
     }
     let blocks: usize = size_of_block.values().sum();
-    let outside: usize = (0..nodes.len()).filter(|&i| needs[i] && at[i] == nodes[i].val).map(|i| nodes[i].shape.size()).sum();
+    // A block begins past the values' layout (where a value of the same node may lie too: plan::values).
+    let outside: usize = (0..nodes.len()).filter(|&i| needs[i] && at[i] < values).map(|i| nodes[i].shape.size()).sum();
     Some(SharedAdjoints { at, clears, len, used: blocks + outside })
 }

@@ -34,7 +34,7 @@ macro_rules! lanewise {
 }
 pub(crate) use lanewise;
 
-pub(crate) use crate::core::widest::{widest, widest_here};
+pub(crate) use crate::core::widest::widest;
 
 /// Where each node's value and adjoint sit in the arena, in lanes: the
 /// value where the plan's arena has it and the adjoint as far again, or

@@ -21,7 +21,8 @@ use super::super::graph::Node;
 use super::super::kernels::scalar::{self, with_constant_formula, Formula};
 use super::super::op::{Broadcast, Op};
 use super::super::shape::Shape;
-use super::lane_base::{lanewise, widest, widest_here, Lane, Layout, Term, LANES};
+use super::lane_base::{lanewise, widest, Lane, Layout, Term, LANES};
+use crate::core::widest::widest_here;
 use std::cell::Cell;
 
 /// `$body` for each `$e` in `0..$n`, by index, two at a time. By index,

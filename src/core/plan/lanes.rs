@@ -144,7 +144,7 @@ impl Plan {
     /// each of those has a lane kernel.
     fn lane_varying(&self) -> Option<Vec<bool>> {
         let nodes = &self.graph.nodes;
-        if self.graph.values.len() > MAX_LANE_VALUES || !self.in_order {
+        if self.graph.values.len() > MAX_LANE_VALUES || !self.plain_layout {
             return None;
         }
         // A plan's leaves are its parameters; what depends on one differs

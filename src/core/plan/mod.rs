@@ -30,8 +30,8 @@ mod compact;
 mod derived;
 mod lane_base;
 mod lanes;
+mod values;
 pub use lane_base::LANES;
-pub use super::widest::WIDEST;
 pub use lanes::Lanes;
 
 /// A parameter or input of the plan, in the caller's order.
@@ -65,6 +65,11 @@ pub struct Passes {
     /// arena with adjoints never live at the same time (`share_adjoints`);
     /// `usize::MAX`: none do.
     pub share_adjoints_from: usize,
+    /// A plan holding more values than this lays out its values of at least
+    /// `share_adjoints_from` that no sweep step reads in shared blocks
+    /// (`values::share_values`). By default, plans too large to replay in
+    /// lanes, whose layout reads the arena's (`lanes::MAX_LANE_VALUES`).
+    pub share_values_past: usize,
 }
 
 /// Adjoints this large or larger share blocks: 32 KiB, where a block's
@@ -73,7 +78,8 @@ pub const SHARE_ADJOINTS_FROM: usize = 4096;
 
 impl Default for Passes {
     fn default() -> Self {
-        Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: SHARE_ADJOINTS_FROM }
+        let share_values_past = lanes::MAX_LANE_VALUES;
+        Passes { fold_constants: true, skip_constant_adjoints: true, merge_identical: true, share_adjoints_from: SHARE_ADJOINTS_FROM, share_values_past }
     }
 }
 
@@ -165,6 +171,9 @@ pub struct Plan {
     adj: AdjointArena,
     /// Where large adjoints lie when they share blocks (`share_adjoints`).
     shared: Option<SharedAdjoints>,
+    /// Where values share blocks too, the region of the value arena both
+    /// kinds of blocks lie in (`values::Region`).
+    region: Option<values::Region>,
     root: u32,
     params: Vec<Slot>,
     inputs: Vec<Slot>,
@@ -186,8 +195,9 @@ pub struct Plan {
     pub names: Option<SlotNames>,
     current: Current,
     /// Whether the steps come in the order of the ids (else the plan is a
-    /// large trace adopted as recorded, `adopt_current`).
-    in_order: bool,
+    /// large trace adopted as recorded, `adopt_current`) and each value has
+    /// its own offset (else values share blocks): what lanes' layout reads.
+    plain_layout: bool,
 }
 
 /// Whether the arena holds the values a forward replay at the arguments
@@ -272,23 +282,43 @@ impl Plan {
         // reverse (for a compacted graph, the order of the ids).
         let roots: Vec<u32> = std::iter::once(root).chain(outputs.iter().copied()).collect();
         let pure: Vec<u32> = post_order_all(&g.nodes, &roots).into_iter().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
-        let in_order = pure.windows(2).all(|w| w[0] < w[1]);
+        let swept: Vec<u32> = pure.iter().rev().copied().filter(|&i| needs[i as usize]).collect();
+        // A plan with outputs (a tangent plan) replays some steps alone
+        // (`forward_tangent`), on the values of an earlier replay: all kept.
+        let share_values = g.values.len() > passes.share_values_past && outputs.is_empty();
+        let from = passes.share_adjoints_from;
+        let blocks = if share_values { values::share_values(&mut g.nodes, &mut g.values, &pure, &swept, &needs, &[root], from) } else { None };
+        let kept = blocks.map(|b| b.0);
+        let plain_layout = pure.windows(2).all(|w| w[0] < w[1]) && kept.is_none();
         let mut forward: Vec<Step> = pure.iter().map(|&i| Step::of(&g.nodes, i, &needs)).collect();
         carry_chains(&mut forward);
-        let backward = pure.iter().rev().filter(|&&i| needs[i as usize]).map(|&i| Step::of(&g.nodes, i, &needs)).collect();
-        let swept: Vec<u32> = pure.iter().rev().copied().filter(|&i| needs[i as usize]).collect();
-        let shared = share_adjoints(&g.nodes, &swept, &needs, root, g.values.len(), passes.share_adjoints_from);
-        let in_block = |i: usize| shared.as_ref().is_some_and(|s| s.at[i] != g.nodes[i].val);
+        let backward = swept.iter().map(|&i| Step::of(&g.nodes, i, &needs)).collect();
+        let base = kept.unwrap_or(g.values.len());
+        let mut shared = share_adjoints(&g.nodes, &swept, &needs, root, base, passes.share_adjoints_from);
+        let in_block = |i: usize| shared.as_ref().is_some_and(|s| s.at[i] >= base);
         let clear = arena_ranges(&g.nodes, |i| needs[i] && !in_block(i));
+        let region = match (blocks, &mut shared) {
+            (Some((kept, end)), Some(s)) => {
+                // The adjoints' blocks take turns with the values' (`values::Region`),
+                // over the pages the values held (an adopted trace's, resident).
+                g.values.resize(end.max(s.len), 0.0);
+                s.used -= s.len - kept;
+                Some(values::Region::new(kept, g.values.len() - kept))
+            }
+            (blocks, _) => {
+                g.values.truncate(blocks.map_or(usize::MAX, |b| b.1));
+                None
+            }
+        };
         // Zeroed lazily by the system: a large adjoint that lies in a shared
         // block leaves its own range untouched, so never resident.
-        let adj = AdjointArena(vec![0.0; shared.as_ref().map_or(g.values.len(), |s| s.len)]);
+        let adj = AdjointArena(vec![0.0; if region.is_some() { base } else { shared.as_ref().map_or(g.values.len(), |s| s.len) }]);
         g.values.shrink_to_fit();
         g.aux.shrink_to_fit();
         let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
         let outputs = outputs.to_vec();
         let current = Current(false);
-        Plan { graph: g, adj, shared, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), names: None, current, in_order }
+        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), names: None, current, plain_layout }
     }
 
     pub fn params(&self) -> &[Slot] {
@@ -387,6 +417,9 @@ fn run_steps<const CARRY: bool>(g: &mut Graph, steps: &[Step]) -> Result<()> {
 impl Plan {
     /// Sweep adjoints back from a scalar root seeded with 1.
     pub fn backward(&mut self) {
+        if self.region.is_some() {
+            return self.backward_in_region();
+        }
         let adj = &mut self.adj.0;
         for &(a, b) in &self.clear {
             adj[a..b].fill(0.0);
