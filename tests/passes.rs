@@ -921,21 +921,27 @@ fn rec_gp_200(r: &mut Rec, a: &Args) -> u32 {
     rec_gp_n::<200>(r, a)
 }
 
+/// The GP at n = 200 at two points, and the eager tape's bits at each.
+fn gp_200_and_its_eager_bits() -> (Case, Vec<Bits>) {
+    let case = Case {
+        name: "gp, n = 200",
+        record: rec_gp_200,
+        args: vec![(vec![vec![1.2], vec![0.9]], vec![]), (vec![vec![0.6], vec![1.5]], vec![])],
+    };
+    let expected = case.args.iter().map(|a| {
+        let (mut tape, obj) = record(&case, a);
+        eager(&mut tape, &obj)
+    }).collect();
+    (case, expected)
+}
+
 /// A large trace is adopted as it was recorded, its ops in the tape's order
 /// (not the walk's, which the sweep follows, here the logdet's chain before
 /// the solves'), and its values kept: the first replay at the traced
 /// arguments computes nothing forward; every replay gives the eager bits.
 #[test]
 fn a_large_trace_is_adopted_in_its_own_order_and_gives_the_eager_bits() {
-    let case = Case {
-        name: "gp, n = 200",
-        record: rec_gp_200,
-        args: vec![(vec![vec![1.2], vec![0.9]], vec![]), (vec![vec![0.6], vec![1.5]], vec![])],
-    };
-    let expected: Vec<Bits> = case.args.iter().map(|a| {
-        let (mut tape, obj) = record(&case, a);
-        eager(&mut tape, &obj)
-    }).collect();
+    let (case, expected) = gp_200_and_its_eager_bits();
     let (mut tape, obj) = record(&case, &case.args[0]);
     assert!(Plan::trace_adoptable(&tape.graph, obj.root, &obj.params, &obj.inputs).unwrap());
     assert!(!Plan::compact_already(&tape.graph, obj.root, &obj.params, &obj.inputs, Passes::default()).unwrap(), "the trace's ops come in another order than the walk's");
@@ -975,15 +981,7 @@ fn an_adopted_trace_replays_once_fed_other_bits() {
 fn values_no_sweep_reads_share_blocks_and_change_no_number() {
     use tangent_grad::batch::{self, Pool, Replicas};
     let n = 200;
-    let case = Case {
-        name: "gp, n = 200",
-        record: rec_gp_200,
-        args: vec![(vec![vec![1.2], vec![0.9]], vec![]), (vec![vec![0.6], vec![1.5]], vec![])],
-    };
-    let expected: Vec<Bits> = case.args.iter().map(|a| {
-        let (mut tape, obj) = record(&case, a);
-        eager(&mut tape, &obj)
-    }).collect();
+    let (case, expected) = gp_200_and_its_eager_bits();
     let (mut tape, obj) = record(&case, &case.args[0]);
     let build = |past: usize| Plan::build_with(&tape.graph, obj.root, &obj.params, &obj.inputs, Passes { share_values_past: past, ..Passes::default() }).unwrap();
     let (mut shared, mut private) = (build(Passes::default().share_values_past), build(NO_SHARING));
