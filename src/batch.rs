@@ -195,7 +195,7 @@ struct Block<'a> {
     first: usize,
     values: &'a mut [f64],
     grads: &'a mut [f64],
-    /// The first block's: where the first point's output goes (`run`'s `first_output`).
+    /// The first block's: where the first point's output 0 goes (`run`'s `first_output`).
     output: Option<&'a mut [f64]>,
 }
 
@@ -204,8 +204,6 @@ struct Shared<'a> {
     params: &'a [f64],
     inputs: &'a [f64],
     width: usize,
-    /// Which of the plan's outputs the first block reads after its first point.
-    output: usize,
     queue: Mutex<std::vec::IntoIter<Block<'a>>>,
     /// The lowest index that failed so far (`usize::MAX` while none has):
     /// points above it need not run.
@@ -261,7 +259,7 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
             for ((values, grads), points) in groups.zip(params.chunks(LANES * w)) {
                 p.replay_lanes(lanes, points, w, values, grads);
                 if let Some(out) = block.output.take() {
-                    if let Err(error) = p.lane_output(lanes, s.output, out) {
+                    if let Err(error) = p.lane_output(lanes, 0, out) {
                         s.stop.fetch_min(0, Ordering::Relaxed);
                         lock(&s.failures).push(Failure { index: Some(0), error });
                     }
@@ -277,11 +275,12 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
             }
             let point = &s.params[i * s.width..(i + 1) * s.width];
             let grad = &mut block.grads[j * s.width..(j + 1) * s.width];
-            let first_output = |p: &Plan, out: Option<&mut [f64]>| match out {
-                Some(out) => crate::api::plan_output_into(p, s.output, out),
+            let output = block.output.take();
+            let result = one(p, np, point, value, grad).and_then(|()| match output {
+                Some(out) => crate::api::plan_output_into(p, 0, out),
                 None => Ok(()),
-            };
-            if let Err(error) = one(p, np, point, value, grad).and_then(|()| first_output(p, block.output.take())) {
+            });
+            if let Err(error) = result {
                 s.stop.fetch_min(i, Ordering::Relaxed);
                 lock(&s.failures).push(Failure { index: Some(i), error });
                 return;
@@ -318,8 +317,8 @@ pub enum Replicas<'a> {
 
 /// Evaluate a batch (the layout is in the module's comment) on up to
 /// `threads` threads (0: the machine's available parallelism; always one
-/// with `Replicas::Own`); with `first_output` (i, out), output i of the plan
-/// (`Plan::build_outputs`) at the first point goes to `out` as well. On
+/// with `Replicas::Own`); with `first_output`, the plan's output 0
+/// (`Plan::build_outputs`) at the first point goes there as well. On
 /// failure, the error of the lowest failing point.
 pub fn run(
     replicas: Replicas,
@@ -329,7 +328,7 @@ pub fn run(
     threads: usize,
     values: &mut [f64],
     grads: &mut [f64],
-    first_output: Option<(usize, &mut [f64])>,
+    first_output: Option<&mut [f64]>,
 ) -> Result<(), Failure> {
     let plan: &Plan = match &replicas {
         Replicas::Own(p) => p,
@@ -352,16 +351,13 @@ pub fn run(
     let size = block_size(k, threads, group);
     let mut blocks = Vec::with_capacity(k.div_ceil(size));
     let (mut v, mut g) = (values, grads);
-    let (output, mut output_buffer) = match first_output {
-        Some((i, out)) => (i, Some(out)),
-        None => (0, None),
-    };
+    let mut output = first_output;
     let mut first = 0;
     while first < k {
         let n = size.min(k - first);
         let (vh, vt) = std::mem::take(&mut v).split_at_mut(n);
         let (gh, gt) = std::mem::take(&mut g).split_at_mut(n * width);
-        blocks.push(Block { first, values: vh, grads: gh, output: output_buffer.take() });
+        blocks.push(Block { first, values: vh, grads: gh, output: output.take() });
         (v, g) = (vt, gt);
         first += n;
     }
@@ -369,7 +365,6 @@ pub fn run(
         params,
         inputs,
         width,
-        output,
         queue: Mutex::new(blocks.into_iter()),
         stop: AtomicUsize::new(usize::MAX),
         failures: Mutex::new(Vec::new()),
@@ -443,8 +438,7 @@ pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64]
             Replicas::Own(p) => Replicas::Own(&mut **p),
             Replicas::Pool(pool) => Replicas::Pool(*pool),
         };
-        let first_output = value.take().map(|v| (0, v));
-        run(chunk, &params[..k * width], inputs, k, 0, &mut values[..k], &mut grads[..k * width], first_output)?;
+        run(chunk, &params[..k * width], inputs, k, 0, &mut values[..k], &mut grads[..k * width], value.take())?;
         for (i, g) in grads.chunks_exact(width).take(k).enumerate() {
             rows[(from + i) * keep..(from + i + 1) * keep].copy_from_slice(&g[..keep]);
         }
