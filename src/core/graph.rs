@@ -221,6 +221,17 @@ impl Graph {
         })
     }
 
+    /// A copy whose leaves (parameters, inputs, constants) hold their
+    /// values and whose other values and scratch are zeroed: a plan's
+    /// replica, which recomputes them (`Plan`'s `Clone`).
+    pub fn replica(&self) -> Graph {
+        let mut values = vec![0.0; self.values.len()];
+        for node in self.nodes.iter().filter(|n| n.op.is_leaf()) {
+            values[node.range()].copy_from_slice(&self.values[node.range()]);
+        }
+        Graph { nodes: self.nodes.clone(), values, aux: vec![0.0; self.aux.len()], merged: self.merged.clone(), ..*self }
+    }
+
     /// Forget every node, keeping the arenas' capacity.
     pub fn clear(&mut self) {
         self.nodes.clear();

@@ -153,7 +153,7 @@ const MAX_EMPTY_ROWS = 2 ** 20;
 export function toNested(t) {
   const { data, shape } = t;
   if (shape.length === 0) return data[0];
-  if (shape.length === 1) return Array.from(data);
+  if (shape.length === 1) return plainArray(data, 0, data.length);
   const [m, n] = shape;
   // A [m×0] matrix holds no values, so only its row count can be huge; its
   // rows cost as much as values would (2^24 empty rows took 5 s).
@@ -161,7 +161,7 @@ export function toNested(t) {
     throw new Error(`value of shape ${fmtShape(shape)} has too many rows to return as nested arrays`);
   }
   const rows = new Array(m);
-  for (let i = 0; i < m; i++) rows[i] = Array.from(data.subarray(i * n, (i + 1) * n));
+  for (let i = 0; i < m; i++) rows[i] = plainArray(data, i * n, (i + 1) * n);
   return rows;
 }
 

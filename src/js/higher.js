@@ -234,7 +234,7 @@ export function jacobian(f) {
         seed[i] = 1;
         sweep(t, y._id, seed);
         const row = nodeAdjoint(t, leaf._id, leaf.shape);
-        rows.push(row ? Array.from(row) : new Array(n).fill(0));
+        rows.push(row ? plainArray(row, 0, n) : new Array(n).fill(0));
       }
       return rows;
     } finally {
@@ -284,7 +284,7 @@ export function eagerJacobian(f) {
           if (a !== null) row.set(a, at);
           at += sizeOf(p.shape);
         }
-        rows.push(Array.from(row));
+        rows.push(plainArray(row, 0, q));
       }
       return rows;
     } finally {
@@ -354,17 +354,34 @@ class TangentPlan extends DerivedPlan {
     this.gradLayout = this.layout.slice(0, 2 * n);
   }
 
-  /** [x, v, inputs], in the slots' order. */
+  /**
+   * [x, v, inputs], in the slots' order, in a buffer reused from call to
+   * call (a call reading it is over before the next writes it), unless a
+   * getter of the arguments calls again while it is being filled.
+   */
   feed(x, v, inputs, where) {
     const base = this.base;
     const w = this.width;
-    const ins = base.packInputs(inputs);
-    const flat = new Float64Array(this.size);
-    base.packPoint(x, flat, 0);
-    const tangents = readTangent(v, base.map ? base.keys : null, base.shapes, where);
-    for (let i = 0; i < tangents.length; i++) flat.set(tangents[i].data, w + base.offsets[i]);
-    flat.set(ins, 2 * w);
+    const flat = this.filling ? new Float64Array(this.size) : (this.flat ??= new Float64Array(this.size));
+    const filling = this.filling;
+    this.filling = true;
+    try {
+      const np = base.shapes.length;
+      for (let j = 0; j < base.inputKeys.length; j++) {
+        base.packSlot(np + j, inputs[base.inputKeys[j]], base.inputNames[j], flat, w + base.offsets[np + j]);
+      }
+      base.packPoint(x, flat, 0);
+      const tangents = readTangent(v, base.map ? base.keys : null, base.shapes, where);
+      for (let i = 0; i < tangents.length; i++) flat.set(tangents[i].data, w + base.offsets[i]);
+    } finally {
+      this.filling = filling;
+    }
     return flat;
+  }
+
+  /** Room for the gradient of [x, v], reused like `feed`'s buffer (results are copied out of it). */
+  gradients() {
+    return this.filling ? new Float64Array(2 * this.width) : (this.grads ??= new Float64Array(2 * this.width));
   }
 }
 
@@ -430,7 +447,7 @@ export function attachDerivatives(c, resolve, eager) {
     // The tangent read first, as the eager hvp reads it: the same error first.
     const flat = tp.feed(x, v, inputs, 'hvp');
     if (base.rootShape.length !== 0) throw scalarRootError('hvp', base.rootShape);
-    const grads = new Float64Array(2 * tp.width);
+    const grads = tp.gradients();
     const h = tp.native();
     N.planRun(h, [flat, tp.layout], [grads, tp.gradLayout]);
     const value = new Float64Array(1);
@@ -449,8 +466,9 @@ export function attachDerivatives(c, resolve, eager) {
     base.packPoint(x, point, 0);
     const ins = base.packInputs(inputs);
     if (q === 0) return { value: base.value(x, inputs), gradient: outForms(base, x, point, 0), hessian: [] };
-    const rows = new Float64Array(q * q);
-    const gradient = new Float64Array(q);
+    const room = base.reused('hessian', q * q + q);
+    const rows = room.subarray(0, q * q);
+    const gradient = room.subarray(q * q);
     const value = new Float64Array(1);
     try {
       tangentOf(base).units(point, ins, 'hessian', rows, gradient, value);
@@ -471,7 +489,7 @@ export function attachDerivatives(c, resolve, eager) {
     if (m * q > MAX_VALUES) {
       throw new Error(`jacobian: a ${m}×${q} Jacobian holds ${m * q} entries, more than the ${MAX_VALUES} a value may hold`);
     }
-    const out = new Float64Array(m * q);
+    const out = base.reused('jacobian', m * q);
     try {
       // Forward mode where it takes fewer passes: one per parameter value against one per output.
       if (q < m) N.planJacobian(tangentOf(base).native(), packArgs(base, x, inputs), out);

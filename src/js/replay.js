@@ -29,6 +29,9 @@ const NO_VALUES = new Float64Array(0);
  * costs about half a microsecond a call, copying 1 024 values about as much.
  */
 const COPIED_UP_TO = 1024;
+
+/** Results of up to this many values go through a buffer kept from call to call (`Replay.reused`). */
+const REUSED_UP_TO = 1 << 14;
 /**
  * The native plan the core runs on a call with no argument
  * (N.planRunSelected): napi spends about 70 ns on a call's arguments, a
@@ -253,7 +256,7 @@ export class Replay {
 
   value(x, inputs) {
     const views = this.feedAll(x, inputs);
-    const out = new Float64Array(sizeOf(this.rootShape));
+    const out = this.reused('value', sizeOf(this.rootShape));
     N.planForward(this.native(), [this.flat, this.layout, ...views], [out]);
     return toNested({ data: out, shape: this.rootShape });
   }
@@ -266,6 +269,17 @@ export class Replay {
     if (h.pool === undefined) h.pool = N.planPool(this.native());
     else touch(h);
     return h.pool;
+  }
+
+  /**
+   * A buffer of n values for results the core writes and a call copies out
+   * before any code of the caller's runs: kept for the next call if small.
+   */
+  reused(what, n) {
+    if (n > REUSED_UP_TO) return new Float64Array(n);
+    const kept = (this._reused ??= {});
+    if (kept[what]?.length !== n) kept[what] = new Float64Array(n);
+    return kept[what];
   }
 
   /** Values one point's parameters take. */

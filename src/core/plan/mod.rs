@@ -164,8 +164,7 @@ fn carry_chains(forward: &mut [Step]) {
     }
 }
 
-/// `Clone` gives each thread of a batch its own arena (src/batch.rs).
-#[derive(Clone)]
+/// `Clone` gives each thread of a batch its own arenas (derived.rs).
 pub struct Plan {
     graph: Graph,
     adj: AdjointArena,

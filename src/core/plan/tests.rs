@@ -53,3 +53,39 @@ fn carried_operands_change_no_bit() {
     let short = Plan::build(&g, y, &[x], &[]).unwrap();
     assert!(!short.chains && short.forward.iter().all(|s| !matches!(s, Step::Scalar(s) if s.carried != 0)));
 }
+
+/// A replica (`Clone`) copies the leaves' values, not what a replay
+/// computes, and replays to the same bits as the plan it was made from,
+/// with an input and a constant vector beside the parameter.
+#[test]
+fn a_replica_copies_leaves_and_replays_alike() {
+    let mut g = Graph::default();
+    let x = g.leaf(Op::Leaf, Shape::Vector(3), &[0.3, -0.2, 0.9]).unwrap();
+    let w = g.leaf(Op::Input, Shape::Vector(3), &[1.5, 0.5, -1.0]).unwrap();
+    let c = g.leaf(Op::Const, Shape::Vector(3), &[0.25, 2.0, -3.0]).unwrap();
+    let xw = g.op(Op::Mul, &[x, w], true).unwrap();
+    let t = g.op(Op::Tanh, &[xw], true).unwrap();
+    let root = g.op(Op::Dot, &[t, c], true).unwrap();
+    let mut plan = Plan::build(&g, root, &[x], &[w]).unwrap();
+    plan.set(1, &[0.7, -1.1, 2.0]).unwrap();
+    let run = |p: &mut Plan| {
+        p.set(0, &[0.1, 0.4, -0.6]).unwrap();
+        let value = p.forward().unwrap()[0].to_bits();
+        p.backward();
+        let mut grad = [0.0; 3];
+        p.gradient(0, &mut grad).unwrap();
+        (value, grad.map(f64::to_bits))
+    };
+    let original = run(&mut plan);
+    let replica = plan.clone();
+    for (id, node) in replica.graph.nodes.iter().enumerate() {
+        let (mine, theirs) = (&replica.graph.values[node.range()], &plan.graph.values[node.range()]);
+        if node.op.is_leaf() {
+            assert_eq!(mine, theirs, "leaf {id} copied");
+        } else {
+            assert!(mine.iter().all(|&v| v == 0.0) && theirs.iter().any(|&v| v != 0.0), "node {id} left to the replay");
+        }
+    }
+    let mut replica = replica;
+    assert_eq!(run(&mut replica), original);
+}
