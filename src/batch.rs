@@ -240,7 +240,7 @@ fn work(p: &mut Plan, cached: &mut Option<Lanes>, s: &Shared) {
     }
     // A plan whose every step that depends on a parameter has a lane
     // kernel cannot fail at a point: its points go through in groups of LANES.
-    let mut lanes = if s.width > 0 { p.lanes(cached.take()) } else { None };
+    let mut lanes = if s.width > 0 { p.lanes(cached.take(), 0) } else { None };
     blocks(p, &mut lanes, np, s);
     *cached = lanes;
 }
@@ -401,6 +401,16 @@ pub fn run(
         Some(f) => Err(f),
         None => Ok(()),
     }
+}
+
+/// A tangent plan's forward Jacobian (`api::plan_jacobian`: `flat` holds
+/// the parameters, then the inputs) on one of the pool's replicas, in the
+/// lanes the replica keeps.
+pub fn columns(pool: &Pool, flat: &[f64], out: &mut [f64]) -> crate::core::error::Result<()> {
+    let mut r = pool.take();
+    let result = crate::api::plan_jacobian(&mut r.plan, flat, out, Some(&mut r.lanes));
+    pool.give(r);
+    result
 }
 
 /// The gradients of a derived plan (`Plan::tangent_plan`: a Hessian's rows;

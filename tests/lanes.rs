@@ -142,7 +142,7 @@ fn random_programs() {
         let inputs: [Vec<f64>; 2] = std::array::from_fn(|_| (0..m * n + m).map(|_| r.normal()).collect());
         plan.set(2, &inputs[0][..m * n]).unwrap();
         plan.set(3, &inputs[0][m * n..]).unwrap();
-        assert!(plan.lanes(None).is_some(), "seed {seed}: every op here has a lane kernel");
+        assert!(plan.lanes(None, 0).is_some(), "seed {seed}: every op here has a lane kernel");
         shared += plan.lanes_shared().unwrap();
         let k = [1, LANES - 1, LANES, 2 * LANES + 3][seed as usize % 4];
         let w = n + 1;
@@ -197,13 +197,13 @@ fn plans_with_other_ops_or_matrix_parameters_are_not_replayed_in_lanes() {
     let mut g = Graph::default();
     let w = g.leaf(Op::Leaf, Shape::Matrix(2, 2), &[]).unwrap();
     let root = g.op(Op::Sum, &[w], false).unwrap();
-    assert!(Plan::build(&g, root, &[w], &[]).unwrap().lanes(None).is_none(), "a matrix parameter");
+    assert!(Plan::build(&g, root, &[w], &[]).unwrap().lanes(None, 0).is_none(), "a matrix parameter");
     let mut g = Graph::default();
     let v = g.leaf(Op::Leaf, Shape::Vector(4), &[]).unwrap();
     let l = g.leaf(Op::Const, Shape::Matrix(4, 4), &[1.0; 16]).unwrap();
     let t = g.op(Op::TriangularSolve { lower: true }, &[l, v], false).unwrap();
     let root = g.op(Op::Sum, &[t], false).unwrap();
-    assert!(Plan::build(&g, root, &[v], &[]).unwrap().lanes(None).is_none(), "a solve has no lane kernel");
+    assert!(Plan::build(&g, root, &[v], &[]).unwrap().lanes(None, 0).is_none(), "a solve has no lane kernel");
     // What does not depend on a parameter may be any op: it runs once.
     let mut g = Graph::default();
     let v = g.leaf(Op::Leaf, Shape::Vector(2), &[]).unwrap();
@@ -213,7 +213,86 @@ fn plans_with_other_ops_or_matrix_parameters_are_not_replayed_in_lanes() {
     let root = g.op(Op::Dot, &[lv, v], false).unwrap();
     let mut plan = Plan::build(&g, root, &[v], &[k]).unwrap();
     plan.set(1, &[4.0, 2.0, 2.0, 3.0]).unwrap();
-    assert!(plan.lanes(None).is_some(), "a Cholesky factor of an input");
+    assert!(plan.lanes(None, 0).is_some(), "a Cholesky factor of an input");
     plan.set(1, &[1.0, 2.0, 2.0, 1.0]).unwrap();
-    assert!(plan.lanes(None).is_none(), "one that fails leaves each point to fail on its own");
+    assert!(plan.lanes(None, 0).is_none(), "one that fails leaves each point to fail on its own");
+}
+
+/// A tangent plan's Jacobian column by column (`Plan::forward_tangent`
+/// after one replay of the primal): the reference for `batch::columns`.
+/// `x` holds the parameters, `inputs` the inputs, slot after slot.
+fn columns_one_at_a_time(tp: &mut Plan, x: &[f64], inputs: &[f64]) -> Vec<f64> {
+    let slots = tp.params().len() / 2;
+    let (q, mut at) = (x.len(), 0);
+    for i in 0..slots {
+        let n = tp.slot_size(i);
+        tp.set(i, &x[at..at + n]).unwrap();
+        tp.set(slots + i, &vec![0.0; n]).unwrap();
+        at += n;
+    }
+    let mut at = 0;
+    for i in 2 * slots..tp.slot_count() {
+        let n = tp.slot_size(i);
+        tp.set(i, &inputs[at..at + n]).unwrap();
+        at += n;
+    }
+    let m = tp.forward().unwrap().len();
+    let mut out = vec![0.0; m * q];
+    for j in 0..q {
+        let mut unit = vec![0.0; q];
+        unit[j] = 1.0;
+        let mut at = 0;
+        for i in 0..slots {
+            let n = tp.slot_size(i);
+            tp.set(slots + i, &unit[at..at + n]).unwrap();
+            at += n;
+        }
+        for (i, &c) in tp.forward_tangent().unwrap().iter().enumerate() {
+            out[i * q + j] = c;
+        }
+    }
+    out
+}
+
+#[test]
+fn forward_jacobians_in_lanes_give_the_columns_one_at_a_time() {
+    let check = |tp: &mut Plan, x: &[f64], inputs: &[f64], what: &str| {
+        let expected = columns_one_at_a_time(tp, x, inputs);
+        assert!(tp.lanes(None, tp.params().len() / 2).is_some(), "{what}: the tangent steps have lane kernels");
+        let pool = Pool::new(tp);
+        let flat = [x, inputs].concat();
+        // Twice: the second call replays in the lanes the replica kept.
+        for _ in 0..2 {
+            let mut out = vec![f64::NAN; expected.len()];
+            batch::columns(&pool, &flat, &mut out).unwrap();
+            for (e, (&a, &b)) in out.iter().zip(&expected).enumerate() {
+                assert!(same(a, b), "{what}, entry {e}: {a} vs {b}");
+            }
+        }
+    };
+    for seed in 0..120u64 {
+        let (n, m) = [(1, 1), (3, 5), (4, 4), (5, 9), (13, 34), (20, 6)][seed as usize % 6];
+        let mut tp = program(seed, n, m).tangent_plan().unwrap();
+        let mut r = Rng(seed ^ 0xf0f0);
+        let x: Vec<f64> = (0..n + 1).map(|_| r.normal()).collect();
+        let inputs: Vec<f64> = (0..m * n + m).map(|_| r.normal()).collect();
+        check(&mut tp, &x, &inputs, &format!("seed {seed}"));
+    }
+    // A vector root, 19 columns: two full groups of lanes and one of three.
+    let n = 19;
+    let mut r = Rng(19);
+    let mut g = Graph::default();
+    let v = g.leaf(Op::Leaf, Shape::Vector(n), &[]).unwrap();
+    let a: Vec<f64> = (0..n * n).map(|_| r.normal()).collect();
+    let a = g.leaf(Op::Const, Shape::Matrix(n, n), &a).unwrap();
+    let c: Vec<f64> = (0..n).map(|_| r.normal()).collect();
+    let c = g.leaf(Op::Const, Shape::Vector(n), &c).unwrap();
+    let t = g.op(Op::Tanh, &[v], false).unwrap();
+    let at = g.op(Op::Matmul, &[a, t], false).unwrap();
+    let v2 = g.op(Op::Square, &[v], false).unwrap();
+    let cv2 = g.op(Op::Mul, &[c, v2], false).unwrap();
+    let root = g.op(Op::Add, &[at, cv2], false).unwrap();
+    let mut tp = Plan::build(&g, root, &[v], &[]).unwrap().tangent_plan().unwrap();
+    let x: Vec<f64> = (0..n).map(|_| r.normal()).collect();
+    check(&mut tp, &x, &[], "A·tanh(v) + c·v²");
 }

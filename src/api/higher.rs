@@ -5,7 +5,7 @@
 use super::{flat_range, with_tape};
 use crate::core::error::Result;
 use crate::core::op::Op;
-use crate::core::plan::Plan;
+use crate::core::plan::{Lanes, Plan, LANES};
 use crate::core::shape::MAX_ELEMENTS;
 use crate::core::tangent;
 use crate::fail;
@@ -82,7 +82,11 @@ pub fn check_result(what: &str, rows: usize, cols: usize) -> Result<()> {
 /// parameter values), by forward mode: the primal replayed once, then per
 /// column only what depends on the tangents. `flat` holds the parameters,
 /// then the inputs. (By reverse mode JavaScript runs a batch over rows.)
-pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64]) -> Result<()> {
+///
+/// With `lanes` (a replica's, `batch::columns`), the columns go eight at a
+/// time where every step that depends on the tangents has a lane kernel,
+/// the parameters and inputs held fixed in the lanes: the same bits.
+pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<&mut Option<Lanes>>) -> Result<()> {
     let n = p.params().len() / 2;
     let q = width(p, n);
     let at = feed(p, 0..n, flat, 0)?;
@@ -97,6 +101,23 @@ pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64]) -> Result<()> 
     check_result("jacobian", m, q)?;
     if out.len() != m * q {
         return fail!("jacobian buffer does not match the plan");
+    }
+    if let Some(cache) = lanes.filter(|_| m > 0 && q > 0) {
+        if let Some(mut l) = p.lanes(cache.take(), n) {
+            let mut points = vec![0.0; LANES * q];
+            let mut columns = vec![0.0; LANES * m];
+            for from in (0..q).step_by(LANES) {
+                let c = LANES.min(q - from);
+                points.fill(0.0);
+                (0..c).for_each(|k| points[k * q + from + k] = 1.0);
+                p.replay_lanes_forward(&mut l, &points[..c * q], q, &mut columns[..c * m]);
+                for (k, column) in columns.chunks_exact(m).take(c).enumerate() {
+                    column.iter().enumerate().for_each(|(i, &x)| out[i * q + from + k] = x);
+                }
+            }
+            *cache = Some(l);
+            return Ok(());
+        }
     }
     for j in 0..q {
         direct(p, n, &mut unit, j)?;

@@ -52,8 +52,8 @@ fn bits(xs: &[f64]) -> Vec<u64> {
 #[test]
 fn scalar_plans_replayed_in_lanes_give_the_single_results_bit_for_bit() {
     let mut p = plan_from_json(SCALARS).unwrap();
-    assert!(p.lanes(None).is_some(), "this plan is replayed in lanes");
-    assert!(plan_from_json(LOGDET).unwrap().lanes(None).is_none(), "a plan with a matrix parameter is not");
+    assert!(p.lanes(None, 0).is_some(), "this plan is replayed in lanes");
+    assert!(plan_from_json(LOGDET).unwrap().lanes(None, 0).is_none(), "a plan with a matrix parameter is not");
     let pool = Pool::new(&p);
     let inputs = [0.75];
     // Group sizes below, at and past LANES, and a negative `a` for NaN.

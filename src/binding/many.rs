@@ -58,6 +58,14 @@ pub fn plan_units(
     batch::units(Replicas::Pool(pool), x, inputs, rows, rest, value).map_err(|f| batch_err(f, &label))
 }
 
+/// A tangent plan's forward Jacobian (`batch::columns`): parameters then
+/// inputs flat in `flat`, the Jacobian into the caller's fresh `out`.
+#[napi(catch_unwind)]
+pub fn plan_columns(pool: &External<Arc<Pool>>, flat: &[f64], mut out: Float64ArraySlice) -> Result<()> {
+    // SAFETY: a fresh buffer of the caller's, distinct from `flat`.
+    batch::columns(pool, flat, unsafe { out.as_mut() }).map_err(super::js_err)
+}
+
 /// `plan_batch` as a job (workers.rs says where it runs, and why): a
 /// Promise of one Float64Array holding the k values, then the k gradients.
 /// The arguments are copied at the call, so the caller may change its

@@ -460,9 +460,3 @@ pub fn plan_output(p: &External<PlanCell>, i: u32, mut out: Float64ArraySlice) -
     with_plan(p, |p| api::plan_output_into(p, i as usize, unsafe { out.as_mut() }).js())
 }
 
-/// `api::plan_jacobian`: arguments flat in `flat`, the Jacobian into `out`.
-#[napi(catch_unwind)]
-pub fn plan_jacobian(p: &External<PlanCell>, flat: &[f64], mut out: Float64ArraySlice) -> Result<()> {
-    // SAFETY: a fresh buffer of the caller's, distinct from `flat`.
-    with_plan(p, |p| api::plan_jacobian(p, flat, unsafe { out.as_mut() }).js())
-}

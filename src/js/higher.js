@@ -221,7 +221,7 @@ export function jacobian(f) {
       const m = shape.length === 0 ? 1 : shape[0];
       const n = leaf.data.length;
       if (y._tape !== t) return Array.from({ length: m }, () => new Array(n).fill(0));
-      if (n < m && t.externals === null) {
+      if (n <= m && t.externals === null) {
         try {
           return forwardColumns(t, y, leaf, m);
         } catch (e) {
@@ -491,8 +491,9 @@ export function attachDerivatives(c, resolve, eager) {
     }
     const out = base.reused('jacobian', m * q);
     try {
-      // Forward mode where it takes fewer passes: one per parameter value against one per output.
-      if (q < m) N.planJacobian(tangentOf(base).native(), packArgs(base, x, inputs), out);
+      // Forward mode where it takes no more passes (one per parameter value against one per
+      // output), since each runs forward only.
+      if (q <= m) N.planColumns(tangentOf(base).pool(), packArgs(base, x, inputs), out);
       else {
         const point = new Float64Array(q);
         base.packPoint(x, point, 0);

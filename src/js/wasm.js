@@ -376,7 +376,8 @@ export function loadWasm(bytes = wasmBytes()) {
       id(X.plan_output(live(h), i, out.length));
       get64(2, out);
     },
-    planJacobian(h, flat, out) {
+    // The plan is its own pool here (`planPool`), and the forward Jacobian runs one column at a time.
+    planColumns(h, flat, out) {
       const n = put64(0, flat);
       reserve(2, out.length * 8);
       id(X.plan_jacobian(live(h), n, out.length));

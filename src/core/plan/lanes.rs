@@ -10,7 +10,7 @@
 
 use super::lane_base::{lanewise, widest, Lane, Layout, Term, LANES};
 use super::{arena_ranges, Plan, Step};
-use crate::core::graph::{eval, mark_needs, post_order_all};
+use crate::core::graph::{eval, post_order_all};
 use crate::core::op::Op;
 use crate::core::kernels::scalar::{self, with_constant_formula, Formula};
 use std::cell::Cell;
@@ -66,6 +66,10 @@ pub struct Lanes {
     arena: Arena,
     layout: Layout,
     varying: Vec<bool>,
+    /// How many leading parameter slots are the same at every point (a
+    /// forward Jacobian's: `replay_lanes_forward`), their values read from
+    /// the plan when the lanes are made. 0 for a batch's lanes.
+    fixed: usize,
     /// Per node, the term that comes first to its adjoint, when a lane
     /// kernel writes it whole: (the node it comes from, which operand).
     /// That term is written, not added, so the adjoint is not cleared.
@@ -102,14 +106,15 @@ fn lane_partials(f: Formula, k: f64, i: usize, [x, y, v, g]: [Lane; 4], to: &Cel
 impl Plan {
     /// Arenas to replay this plan `LANES` points at a time (`reuse`'s, if
     /// they were made for it), with what does not depend on a parameter
-    /// computed from the constants and inputs as they are now; `None`
-    /// unless every node that depends on one is a scalar or vector made by
-    /// an op with a lane kernel (nothing that can fail), and the plan is small.
-    pub fn lanes(&mut self, reuse: Option<Lanes>) -> Option<Lanes> {
+    /// past the first `fixed` slots computed from the constants, inputs
+    /// and those slots as they are now; `None` unless every node that
+    /// depends on one is a scalar or vector made by an op with a lane
+    /// kernel (nothing that can fail), and the plan is small.
+    pub fn lanes(&mut self, reuse: Option<Lanes>, fixed: usize) -> Option<Lanes> {
         let size = self.graph.values.len();
         let mut lanes = match reuse {
-            Some(lanes) if lanes.arena.len() == 2 * size && lanes.varying.len() == self.graph.nodes.len() => lanes,
-            _ => self.new_lanes()?,
+            Some(lanes) if lanes.arena.len() == 2 * size && lanes.varying.len() == self.graph.nodes.len() && lanes.fixed == fixed => lanes,
+            _ => self.new_lanes(fixed)?,
         };
         // The steps that differ from point to point run in lanes; the
         // others once, here (a scalar step of either kind is cheap to run).
@@ -137,31 +142,36 @@ impl Plan {
     /// Whether a batch may replay this plan in lanes (`lanes` can still
     /// refuse, when what does not depend on a parameter fails to compute).
     pub fn replays_in_lanes(&self) -> bool {
-        self.lane_varying().is_some()
+        self.lane_varying(0).is_some()
     }
 
     /// Which nodes differ from point to point, if the plan is small and
-    /// each of those has a lane kernel.
-    fn lane_varying(&self) -> Option<Vec<bool>> {
+    /// each of those has a lane kernel: what depends on a parameter past
+    /// the first `fixed` slots (outputs included: `lane_output` reads them).
+    fn lane_varying(&self, fixed: usize) -> Option<Vec<bool>> {
         let nodes = &self.graph.nodes;
         if self.graph.values.len() > MAX_LANE_VALUES || !self.plain_layout {
             return None;
         }
-        // A plan's leaves are its parameters; what depends on one differs
-        // from point to point (outputs included: `lane_output` reads them).
-        let mut varying = Vec::new();
+        let mut varying = vec![false; nodes.len()];
+        for node in self.params.iter().skip(fixed).filter_map(|s| s.node) {
+            varying[node as usize] = true;
+        }
         let roots: Vec<u32> = std::iter::once(self.root).chain(self.outputs.iter().copied()).collect();
-        mark_needs(nodes, &post_order_all(nodes, &roots), |n| n.op == Op::Leaf, &mut varying);
+        for id in post_order_all(nodes, &roots) {
+            let node = &nodes[id as usize];
+            varying[id as usize] |= node.parents.iter().any(|&p| varying[p as usize]);
+        }
         (0..nodes.len()).all(|id| !varying[id] || node_fits(nodes, id, &varying)).then_some(varying)
     }
 
-    fn new_lanes(&self) -> Option<Lanes> {
-        let varying = self.lane_varying()?;
+    fn new_lanes(&self, fixed: usize) -> Option<Lanes> {
+        let varying = self.lane_varying(fixed)?;
         let (first, clear) = self.first_terms(&varying);
         let layout = self.layout(&varying, &first);
         let size = self.graph.values.len();
         let clear = clear.into_iter().map(|(a, b)| (size + a, size + b)).collect();
-        Some(Lanes { arena: Arena::new(2 * size), layout, varying, first, clear })
+        Some(Lanes { arena: Arena::new(2 * size), layout, varying, fixed, first, clear })
     }
 
     /// `Lanes::layout`. A vector computed elementwise from an operand of
@@ -211,7 +221,7 @@ impl Plan {
             let mine = |p: &&u32| node.parents.iter().filter(|q| q == p).count();
             let free = |p: &&u32| {
                 let q = **p as usize;
-                varying[q] && nodes[q].shape == node.shape && readers[q] == mine(p) && !read_back[q]
+                varying[q] && nodes[q].shape == node.shape && readers[q] == mine(p) && !read_back[q] && q != self.root as usize
             };
             if node.shape.size() > 1 && Formula::of(node.op).is_some() {
                 if let Some(&p) = node.parents.iter().find(free) {
@@ -254,7 +264,7 @@ impl Plan {
     /// (`layout`): what tests check the shared lanes with.
     #[doc(hidden)]
     pub fn lanes_shared(&self) -> Option<usize> {
-        let lanes = self.new_lanes()?;
+        let lanes = self.new_lanes(0)?;
         let moved = |at: &[usize], from: usize| self.graph.nodes.iter().zip(at).filter(|(n, &at)| from + n.val != at).count();
         Some(moved(&lanes.layout.value, 0) + moved(&lanes.layout.adjoint, self.graph.values.len()))
     }
@@ -330,18 +340,23 @@ impl Plan {
         Ok(())
     }
 
+    /// Replay `n` points (1 ≤ n ≤ LANES) forward only, in lanes made with
+    /// `fixed` slots: `params` holds the other slots' values, point after
+    /// point, `width` values each; each point's root goes to `out`, one
+    /// after another. (A forward Jacobian's columns: `api::plan_jacobian`.)
+    pub fn replay_lanes_forward(&self, lanes: &mut Lanes, params: &[f64], width: usize, out: &mut [f64]) {
+        replay_forward(self, lanes, params, width, out)
+    }
+
+    /// Set the lanes of the parameters past `lanes.fixed` to the `n`
+    /// points in `params` and run the forward steps that vary.
     #[inline(always)]
-    fn replay_lanes_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
-        let n = values.len();
-        debug_assert!((1..=LANES).contains(&n) && params.len() == n * width && grads.len() == n * width);
-        let Lanes { arena, layout, varying, first, clear } = lanes;
-        // Values and adjoints are one arena, which `layout` indexes;
-        // scalar steps name an adjoint by the place of its value.
+    fn forward_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, n: usize) {
+        let Lanes { arena, layout, varying, fixed, .. } = lanes;
         let v = arena.cells();
-        let scalar_adj = &v[self.graph.values.len()..];
         let (nodes, uniform) = (&self.graph.nodes, &self.graph.values);
         let mut at = 0;
-        for slot in &self.params {
+        for slot in &self.params[*fixed..] {
             let size = slot.shape.size();
             if let Some(node) = slot.node {
                 for (e, to) in v[layout.value[node as usize]..][..size].iter().enumerate() {
@@ -364,6 +379,40 @@ impl Plan {
                 Step::Node(_) => {}
             }
         }
+    }
+
+    #[inline(always)]
+    fn replay_lanes_forward_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, out: &mut [f64]) {
+        let n = params.len() / width.max(1);
+        let root = &self.graph.nodes[self.root as usize];
+        let size = root.shape.size();
+        debug_assert!((1..=LANES).contains(&n) && out.len() == n * size);
+        self.forward_lanes(lanes, params, width, n);
+        if !lanes.varying[self.root as usize] {
+            let value = &self.graph.values[root.range()];
+            out.chunks_exact_mut(size).for_each(|o| o.copy_from_slice(value));
+            return;
+        }
+        let at = lanes.layout.value[self.root as usize];
+        for (e, lane) in lanes.arena.cells()[at..at + size].iter().enumerate() {
+            let lane = lane.get();
+            for l in 0..n {
+                out[l * size + e] = lane[l];
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn replay_lanes_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
+        let n = values.len();
+        debug_assert!((1..=LANES).contains(&n) && params.len() == n * width && grads.len() == n * width && lanes.fixed == 0);
+        self.forward_lanes(lanes, params, width, n);
+        let Lanes { arena, layout, varying, first, clear, .. } = lanes;
+        // Values and adjoints are one arena, which `layout` indexes;
+        // scalar steps name an adjoint by the place of its value.
+        let v = arena.cells();
+        let scalar_adj = &v[self.graph.values.len()..];
+        let (nodes, uniform) = (&self.graph.nodes, &self.graph.values);
         for &(a, b) in clear.iter() {
             v[a..b].iter().for_each(|a| a.set([0.0; LANES]));
         }
@@ -413,6 +462,12 @@ impl Plan {
 widest! {
 fn replay(plan: &Plan, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
     plan.replay_lanes_with(lanes, params, width, values, grads)
+}
+}
+
+widest! {
+fn replay_forward(plan: &Plan, lanes: &mut Lanes, params: &[f64], width: usize, out: &mut [f64]) {
+    plan.replay_lanes_forward_with(lanes, params, width, out)
 }
 }
 
