@@ -209,6 +209,10 @@ struct Shared<'a> {
     /// points above it need not run.
     stop: AtomicUsize,
     failures: Mutex<Vec<Failure>>,
+    /// Leading parameter slots every point holds the same values in: after
+    /// its first point, a replica of a tangent plan replays only the steps
+    /// that depend on the others (`Plan::forward_tangent`).
+    same_slots: usize,
     /// Points evaluated, and the nanoseconds the threads spent on them.
     done: AtomicUsize,
     busy_ns: AtomicU64,
@@ -247,6 +251,7 @@ fn work(p: &mut Plan, cached: &mut Option<Lanes>, s: &Shared) {
 
 /// Evaluate blocks from the queue until it is empty or a lower point has failed.
 fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
+    let mut primed = false;
     loop {
         let Some(mut block) = lock(&s.queue).next() else { return };
         if block.first > s.stop.load(Ordering::Relaxed) {
@@ -276,7 +281,8 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
             let point = &s.params[i * s.width..(i + 1) * s.width];
             let grad = &mut block.grads[j * s.width..(j + 1) * s.width];
             let output = block.output.take();
-            let result = one(p, np, point, value, grad).and_then(|()| match output {
+            let from = if primed { s.same_slots } else { 0 };
+            let result = one(p, from, np, point, value, grad).and_then(|()| match output {
                 Some(out) => crate::api::plan_output_into(p, 0, out),
                 None => Ok(()),
             });
@@ -285,20 +291,34 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
                 lock(&s.failures).push(Failure { index: Some(i), error });
                 return;
             }
+            primed = p.replays_tangents_alone();
         }
         s.done.fetch_add(block.values.len(), Ordering::Relaxed);
     }
 }
 
 /// One point: feed its parameters, replay forward and backward, write out.
-fn one(p: &mut Plan, np: usize, point: &[f64], value: &mut f64, grad: &mut [f64]) -> crate::core::error::Result<()> {
+/// With `from` > 0, the plan holds this point's values of the slots before
+/// `from` and their steps from the point before (a tangent plan whose
+/// tangents alone move): only the others are fed and what depends on them
+/// replayed. The values are the same: the sweep writes no value and no
+/// scratch a forward step left (an LU's factors stay).
+fn one(p: &mut Plan, from: usize, np: usize, point: &[f64], value: &mut f64, grad: &mut [f64]) -> crate::core::error::Result<()> {
     let mut at = 0;
     for slot in 0..np {
         let n = p.slot_size(slot);
-        p.set(slot, &point[at..at + n])?;
+        if slot >= from {
+            p.set(slot, &point[at..at + n])?;
+        }
         at += n;
     }
-    *value = crate::api::plan_evaluate(p)?;
+    *value = if from == 0 {
+        crate::api::plan_evaluate(p)?
+    } else {
+        let value = p.forward_tangent()?[0];
+        p.backward();
+        value
+    };
     let mut at = 0;
     for slot in 0..np {
         let n = p.slot_size(slot);
@@ -318,8 +338,10 @@ pub enum Replicas<'a> {
 /// Evaluate a batch (the layout is in the module's comment) on up to
 /// `threads` threads (0: the machine's available parallelism; always one
 /// with `Replicas::Own`); with `first_output`, the plan's output 0
-/// (`Plan::build_outputs`) at the first point goes there as well. On
-/// failure, the error of the lowest failing point.
+/// (`Plan::build_outputs`) at the first point goes there as well. Every
+/// point holds the same values in the first `same_slots` parameter slots
+/// (`units`; 0 otherwise). On failure, the error of the lowest failing point.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     replicas: Replicas,
     params: &[f64],
@@ -329,6 +351,7 @@ pub fn run(
     values: &mut [f64],
     grads: &mut [f64],
     first_output: Option<&mut [f64]>,
+    same_slots: usize,
 ) -> Result<(), Failure> {
     let plan: &Plan = match &replicas {
         Replicas::Own(p) => p,
@@ -368,6 +391,7 @@ pub fn run(
         queue: Mutex::new(blocks.into_iter()),
         stop: AtomicUsize::new(usize::MAX),
         failures: Mutex::new(Vec::new()),
+        same_slots,
         done: AtomicUsize::new(0),
         busy_ns: AtomicU64::new(0),
     };
@@ -433,6 +457,16 @@ pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64]
         // No direction, no point to read the value at.
         return if value.is_empty() { Ok(()) } else { Err(Failure::whole("unit directions: none to evaluate")) };
     }
+    // The slots x fills, which every point holds.
+    let plan = match &replicas {
+        Replicas::Own(p) => &**p,
+        Replicas::Pool(pool) => pool.plan(),
+    };
+    let (mut same, mut filled) = (0, 0);
+    while filled < x.len() {
+        filled += plan.slot_size(same);
+        same += 1;
+    }
     // Points per batch: all of them unless that would hold more than 2^24 values.
     let per = count.min((1usize << 24) / width).max(8).min(count);
     let (mut params, mut grads, mut values) = (vec![0.0; per * width], vec![0.0; per * width], vec![0.0; per]);
@@ -448,7 +482,7 @@ pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64]
             Replicas::Own(p) => Replicas::Own(&mut **p),
             Replicas::Pool(pool) => Replicas::Pool(*pool),
         };
-        run(chunk, &params[..k * width], inputs, k, 0, &mut values[..k], &mut grads[..k * width], value.take())?;
+        run(chunk, &params[..k * width], inputs, k, 0, &mut values[..k], &mut grads[..k * width], value.take(), same)?;
         for (i, g) in grads.chunks_exact(width).take(k).enumerate() {
             rows[(from + i) * keep..(from + i + 1) * keep].copy_from_slice(&g[..keep]);
         }

@@ -153,7 +153,7 @@ fn random_programs() {
         let pool = Pool::new(&plan);
         for (threads, j) in [(1, 0), (2, 1), (1, 0), (1, 1)] {
             let (mut values, mut grads) = (vec![0.0; k], vec![0.0; k * w]);
-            batch::run(Replicas::Pool(&pool), &params, &inputs[j], k, threads, &mut values, &mut grads, None).unwrap();
+            batch::run(Replicas::Pool(&pool), &params, &inputs[j], k, threads, &mut values, &mut grads, None, 0).unwrap();
             for (i, (v, g)) in expected[j].iter().enumerate() {
                 assert!(same(values[i], *v), "seed {seed}, point {i}: value {} vs {v}", values[i]);
                 for (e, (&a, &b)) in grads[i * w..(i + 1) * w].iter().zip(g).enumerate() {

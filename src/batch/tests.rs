@@ -64,7 +64,7 @@ fn scalar_plans_replayed_in_lanes_give_the_single_results_bit_for_bit() {
         assert!(expected.iter().any(|(v, g)| v.is_finite() && g[0] != 0.0 && g[1] != 0.0 && g[2..] == [0.0; 3]));
         for threads in [1, 2, 3] {
             let (mut values, mut grads) = (vec![0.0; k], vec![f64::NAN; k * 5]);
-            run(Replicas::Pool(&pool), &params, &inputs, k, threads, &mut values, &mut grads, None).unwrap();
+            run(Replicas::Pool(&pool), &params, &inputs, k, threads, &mut values, &mut grads, None, 0).unwrap();
             for (i, (v, g)) in expected.iter().enumerate() {
                 assert_eq!(values[i].to_bits(), v.to_bits(), "value {i} of {k}, {threads} threads");
                 assert_eq!(bits(&grads[i * 5..i * 5 + 5]), bits(g), "gradient {i} of {k}, {threads} threads");
@@ -84,7 +84,7 @@ fn every_thread_count_gives_the_single_results_bit_for_bit() {
     assert_eq!(single(&mut p, &[2.0, 0.5, 0.5], &inputs), (2.5, vec![-7.0, 1.0, 3.0]));
     for threads in [0, 1, 2, 3, 8, 64] {
         let (mut values, mut grads) = (vec![0.0; k], vec![0.0; k * 3]);
-        run(Replicas::Pool(&pool), &params, &inputs, k, threads, &mut values, &mut grads, None).unwrap();
+        run(Replicas::Pool(&pool), &params, &inputs, k, threads, &mut values, &mut grads, None, 0).unwrap();
         for (i, (v, g)) in expected.iter().enumerate() {
             assert_eq!(values[i].to_bits(), v.to_bits(), "value {i}, {threads} threads");
             let got: Vec<u64> = grads[i * 3..i * 3 + 3].iter().map(|x| x.to_bits()).collect();
@@ -116,13 +116,13 @@ fn the_first_failing_point_is_named_whatever_the_threads() {
     }
     for threads in [1, 2, 4] {
         let (mut values, mut grads) = (vec![0.0; k], vec![0.0; k * 4]);
-        let f = run(Replicas::Pool(&pool), &params, &[], k, threads, &mut values, &mut grads, None).unwrap_err();
+        let f = run(Replicas::Pool(&pool), &params, &[], k, threads, &mut values, &mut grads, None, 0).unwrap_err();
         assert_eq!(f.index, Some(123));
         assert_eq!(f.message("batch"), "batch: point 123: cholesky: matrix is not positive definite (pivot 1 is -3)");
     }
     // The pool's replicas keep working.
     let (mut values, mut grads) = (vec![0.0; 2], vec![0.0; 8]);
-    run(Replicas::Pool(&pool), &params[..8], &[], 2, 2, &mut values, &mut grads, None).unwrap();
+    run(Replicas::Pool(&pool), &params[..8], &[], 2, 2, &mut values, &mut grads, None, 0).unwrap();
     let mut q = plan_from_json(LOGDET).unwrap();
     assert_eq!(values[0].to_bits(), single(&mut q, &params[..4], &[]).0.to_bits());
     assert!((values[0] - 2f64.ln()).abs() < 1e-15);
@@ -134,11 +134,57 @@ fn sizes_are_checked_before_anything_runs() {
     let pool = Pool::new(&p);
     let run_k = |params: &[f64], inputs: &[f64], k: usize| {
         let (mut values, mut grads) = (vec![0.0; k.min(4)], vec![0.0; (k * 3).min(12)]);
-        run(Replicas::Pool(&pool), params, inputs, k, 1, &mut values, &mut grads, None).unwrap_err().message("batch")
+        run(Replicas::Pool(&pool), params, inputs, k, 1, &mut values, &mut grads, None, 0).unwrap_err().message("batch")
     };
     assert_eq!(run_k(&[0.0; 6], &[0.0; 4], 1 << 25), "batch: 33554432 points are more than the 16777216 a batch takes");
     assert_eq!(run_k(&[0.0; 5], &[0.0; 4], 2), "batch: 5 parameter values for 2 points of 3");
     assert_eq!(run_k(&[0.0; 6], &[0.0; 3], 2), "batch: 3 input values, the plan takes 4");
     assert_eq!(threads_for(&p, 1000, 10), 10);
     assert_eq!(threads_for(&p, 1000, 100_000), MAX_THREADS);
+}
+
+/// A Hessian's rows (`units` on a tangent plan with matrix steps, so no
+/// lanes) on one replica: after the first direction only the tangent steps
+/// are replayed, through an LU whose factors the sweep must leave and a
+/// Cholesky; every row is the bits of a whole replay of that direction.
+#[test]
+fn hessian_rows_after_the_first_replay_only_the_tangent_steps() {
+    use crate::core::graph::Graph;
+    use crate::core::op::Op;
+    use crate::core::shape::Shape;
+    let mut g = Graph::default();
+    let a = g.leaf(Op::Leaf, Shape::Matrix(3, 3), &[]).unwrap();
+    let b = g.leaf(Op::Const, Shape::Vector(3), &[1.0, -2.0, 0.5]).unwrap();
+    let three = g.leaf(Op::Const, Shape::Scalar, &[3.0]).unwrap();
+    let solved = g.op(Op::SolveGeneral, &[a, b], false).unwrap();
+    let t = g.op(Op::Tanh, &[solved], false).unwrap();
+    let st = g.op(Op::Sum, &[t], false).unwrap();
+    let at = g.op(Op::Transpose, &[a], false).unwrap();
+    let aat = g.op(Op::Matmul, &[a, at], false).unwrap();
+    let k = g.op(Op::AddDiag, &[aat, three], false).unwrap();
+    let l = g.op(Op::Cholesky, &[k], false).unwrap();
+    let d = g.op(Op::DiagPart, &[l], false).unwrap();
+    let logd = g.op(Op::Log, &[d], false).unwrap();
+    let sl = g.op(Op::Sum, &[logd], false).unwrap();
+    let root = g.op(Op::Add, &[st, sl], false).unwrap();
+    let mut tp = Plan::build(&g, root, &[a], &[]).unwrap().tangent_plan().unwrap();
+    assert!(tp.replays_tangents_alone() && tp.lanes(None, 0).is_none());
+    let x = [2.0, 0.3, -0.4, 0.1, 1.5, 0.2, -0.3, 0.6, 1.8];
+    // Each direction by a whole replay of the plan, on a replica of its own.
+    let mut expected = Vec::new();
+    for j in 0..9 {
+        let mut p = tp.clone();
+        let mut unit = [0.0; 9];
+        unit[j] = 1.0;
+        p.set(0, &x).unwrap();
+        p.set(1, &unit).unwrap();
+        crate::api::plan_evaluate(&mut p).unwrap();
+        let mut row = [0.0; 9];
+        p.gradient(0, &mut row).unwrap();
+        expected.extend(row.map(f64::to_bits));
+    }
+    let (mut rows, mut rest, mut value) = (vec![0.0; 81], vec![0.0; 9], vec![0.0]);
+    units(Replicas::Own(&mut tp), &x, &[], &mut rows, &mut rest, &mut value).unwrap();
+    assert_eq!(rows.iter().map(|r| r.to_bits()).collect::<Vec<_>>(), expected);
+    assert!(rows.iter().any(|&r| r != 0.0) && value[0].is_finite());
 }

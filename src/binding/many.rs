@@ -37,7 +37,7 @@ pub fn plan_batch(
 ) -> Result<()> {
     // SAFETY: two fresh buffers of the caller's, distinct from each other and from every input.
     let (values, grads) = unsafe { (values.as_mut(), grads.as_mut()) };
-    batch::run(Replicas::Pool(pool), params, inputs, k as usize, threads as usize, values, grads, None).map_err(|f| batch_err(f, &label))
+    batch::run(Replicas::Pool(pool), params, inputs, k as usize, threads as usize, values, grads, None, 0).map_err(|f| batch_err(f, &label))
 }
 
 /// A derived plan's gradients along every unit direction past `x` (a
@@ -96,7 +96,7 @@ pub fn plan_batch_async<'e>(
                 .map_err(|_| Error::new(Status::GenericFailure, format!("out of memory: cannot hold {total} results")))?;
             out.resize(total, 0.0);
             let (values, grads) = out.split_at_mut(k);
-            batch::run(Replicas::Pool(&pool), &params, &inputs, k, threads, values, grads, None).map_err(|f| batch_err(f, &label))?;
+            batch::run(Replicas::Pool(&pool), &params, &inputs, k, threads, values, grads, None, 0).map_err(|f| batch_err(f, &label))?;
             Ok(out)
         }))
         .unwrap_or_else(|_| Err(Error::new(Status::GenericFailure, "internal error: an async evaluation panicked")));

@@ -16,7 +16,7 @@ pub extern "C" fn plan_batch(p: u32, k: u32, params: u32, inputs: u32, label: u3
         batch::check(plan, n, inputs as usize, k).map_err(|f| Error(f.message(label)))?;
         let out = buffer::<f64>(2, (k + n) as u32);
         let (values, grads) = out.split_at_mut(k);
-        batch::run(Replicas::Own(plan), buffer(0, params), buffer(1, inputs), k, 1, values, grads, None)
+        batch::run(Replicas::Own(plan), buffer(0, params), buffer(1, inputs), k, 1, values, grads, None, 0)
             .map_err(|f| Error(f.message(label)))
     }))
 }

@@ -127,6 +127,12 @@ impl Plan {
         Ok(plan)
     }
 
+    /// Whether this is a tangent plan with steps that depend on the
+    /// tangents: `forward_tangent` replays those alone.
+    pub fn replays_tangents_alone(&self) -> bool {
+        !self.varying.is_empty()
+    }
+
     /// In a tangent plan replayed once already at these parameters and
     /// inputs, replay only what depends on the tangents (fed anew); the
     /// root's value (the tangent) after.
