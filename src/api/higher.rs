@@ -97,11 +97,13 @@ pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<
     unit.resize(q, 0.0);
     feed(p, n..2 * n, &unit, 0)?;
     feed(p, 2 * n..p.slot_count(), flat, at)?;
-    let m = p.forward()?.len();
+    let m = p.root_shape().size();
     check_result("jacobian", m, q)?;
     if out.len() != m * q {
         return fail!("jacobian buffer does not match the plan");
     }
+    // Making the lanes computes what does not depend on the tangents; where
+    // that fails, the replay below gives the error.
     if let Some(cache) = lanes.filter(|_| m > 0 && q > 0) {
         if let Some(mut l) = p.lanes(cache.take(), n) {
             let mut points = vec![0.0; LANES * q];
@@ -119,6 +121,7 @@ pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<
             return Ok(());
         }
     }
+    p.forward()?;
     for j in 0..q {
         direct(p, n, &mut unit, j)?;
         let column = p.forward_tangent()?;
