@@ -335,6 +335,16 @@ pub enum Replicas<'a> {
     Pool(&'a Pool),
 }
 
+impl Replicas<'_> {
+    /// The plan the replicas copy.
+    fn plan(&self) -> &Plan {
+        match self {
+            Replicas::Own(p) => p,
+            Replicas::Pool(pool) => pool.plan(),
+        }
+    }
+}
+
 /// Evaluate a batch (the layout is in the module's comment) on up to
 /// `threads` threads (0: the machine's available parallelism; always one
 /// with `Replicas::Own`); with `first_output`, the plan's output 0
@@ -353,10 +363,7 @@ pub fn run(
     first_output: Option<&mut [f64]>,
     same_slots: usize,
 ) -> Result<(), Failure> {
-    let plan: &Plan = match &replicas {
-        Replicas::Own(p) => p,
-        Replicas::Pool(pool) => pool.plan(),
-    };
+    let plan = replicas.plan();
     check(plan, params.len(), inputs.len(), k)?;
     let width = width(plan);
     if values.len() != k || grads.len() != k * width {
@@ -444,10 +451,7 @@ pub fn columns(pool: &Pool, flat: &[f64], out: &mut [f64]) -> crate::core::error
 /// gradient values go to `rows`, the first point's others to `rest` unless
 /// it is empty, and output 0 at the first point to `value` unless it is empty.
 pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64], rest: &mut [f64], value: &mut [f64]) -> std::result::Result<(), Failure> {
-    let width = match &replicas {
-        Replicas::Own(p) => width(p),
-        Replicas::Pool(pool) => width(pool.plan()),
-    };
+    let width = width(replicas.plan());
     let count = width.saturating_sub(x.len());
     let keep = rows.len().checked_div(count).unwrap_or(0);
     if x.len() > width || rows.len() != count * keep || keep > width || !(rest.is_empty() || rest.len() == width - keep) {
@@ -458,13 +462,9 @@ pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64]
         return if value.is_empty() { Ok(()) } else { Err(Failure::whole("unit directions: none to evaluate")) };
     }
     // The slots x fills, which every point holds.
-    let plan = match &replicas {
-        Replicas::Own(p) => &**p,
-        Replicas::Pool(pool) => pool.plan(),
-    };
     let (mut same, mut filled) = (0, 0);
     while filled < x.len() {
-        filled += plan.slot_size(same);
+        filled += replicas.plan().slot_size(same);
         same += 1;
     }
     // Points per batch: all of them unless that would hold more than 2^24 values.
