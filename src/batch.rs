@@ -227,24 +227,32 @@ fn timed_work(r: &mut Replica, s: &Shared) {
     s.busy_ns.fetch_add(t0.elapsed().as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
 }
 
-/// Feed the inputs once, then evaluate blocks from the queue until it is
-/// empty or a lower point has failed. `cached`: lane arenas to reuse, and
-/// where to leave them.
+/// Feed the inputs once (and the slots every point holds alike), then
+/// evaluate blocks from the queue until it is empty or a lower point has
+/// failed. `cached`: lane arenas to reuse, and where to leave them.
 fn work(p: &mut Plan, cached: &mut Option<Lanes>, s: &Shared) {
-    let np = p.params().len();
-    let mut at = 0;
-    for slot in np..p.slot_count() {
-        let n = p.slot_size(slot);
-        if let Err(error) = p.set(slot, &s.inputs[at..at + n]) {
-            lock(&s.failures).push(Failure { index: None, error });
-            s.stop.store(0, Ordering::Relaxed);
-            return;
+    let (np, count) = (p.params().len(), p.slot_count());
+    let mut feed = |slots: std::ops::Range<usize>, from: &[f64]| {
+        let mut at = 0;
+        for slot in slots {
+            let n = p.slot_size(slot);
+            if let Err(error) = p.set(slot, &from[at..at + n]) {
+                lock(&s.failures).push(Failure { index: None, error });
+                s.stop.store(0, Ordering::Relaxed);
+                return false;
+            }
+            at += n;
         }
-        at += n;
+        true
+    };
+    // The alike slots from the first point (the non-lane path feeds them again with each).
+    if !feed(0..s.same_slots.min(np), s.params) || !feed(np..count, s.inputs) {
+        return;
     }
     // A plan whose every step that depends on a parameter has a lane
-    // kernel cannot fail at a point: its points go through in groups of LANES.
-    let mut lanes = if s.width > 0 { p.lanes(cached.take(), 0) } else { None };
+    // kernel cannot fail at a point: its points go through in groups of
+    // LANES, what depends on the slots held alike computed once.
+    let mut lanes = if s.width > 0 { p.lanes(cached.take(), s.same_slots, true) } else { None };
     blocks(p, &mut lanes, np, s);
     *cached = lanes;
 }

@@ -142,7 +142,7 @@ fn random_programs() {
         let inputs: [Vec<f64>; 2] = std::array::from_fn(|_| (0..m * n + m).map(|_| r.normal()).collect());
         plan.set(2, &inputs[0][..m * n]).unwrap();
         plan.set(3, &inputs[0][m * n..]).unwrap();
-        assert!(plan.lanes(None, 0).is_some(), "seed {seed}: every op here has a lane kernel");
+        assert!(plan.lanes(None, 0, true).is_some(), "seed {seed}: every op here has a lane kernel");
         shared += plan.lanes_shared().unwrap();
         let k = [1, LANES - 1, LANES, 2 * LANES + 3][seed as usize % 4];
         let w = n + 1;
@@ -197,13 +197,13 @@ fn plans_with_other_ops_or_matrix_parameters_are_not_replayed_in_lanes() {
     let mut g = Graph::default();
     let w = g.leaf(Op::Leaf, Shape::Matrix(2, 2), &[]).unwrap();
     let root = g.op(Op::Sum, &[w], false).unwrap();
-    assert!(Plan::build(&g, root, &[w], &[]).unwrap().lanes(None, 0).is_none(), "a matrix parameter");
+    assert!(Plan::build(&g, root, &[w], &[]).unwrap().lanes(None, 0, true).is_none(), "a matrix parameter");
     let mut g = Graph::default();
     let v = g.leaf(Op::Leaf, Shape::Vector(4), &[]).unwrap();
     let l = g.leaf(Op::Const, Shape::Matrix(4, 4), &[1.0; 16]).unwrap();
     let t = g.op(Op::TriangularSolve { lower: true }, &[l, v], false).unwrap();
     let root = g.op(Op::Sum, &[t], false).unwrap();
-    assert!(Plan::build(&g, root, &[v], &[]).unwrap().lanes(None, 0).is_none(), "a solve has no lane kernel");
+    assert!(Plan::build(&g, root, &[v], &[]).unwrap().lanes(None, 0, true).is_none(), "a solve has no lane kernel");
     // What does not depend on a parameter may be any op: it runs once.
     let mut g = Graph::default();
     let v = g.leaf(Op::Leaf, Shape::Vector(2), &[]).unwrap();
@@ -213,9 +213,9 @@ fn plans_with_other_ops_or_matrix_parameters_are_not_replayed_in_lanes() {
     let root = g.op(Op::Dot, &[lv, v], false).unwrap();
     let mut plan = Plan::build(&g, root, &[v], &[k]).unwrap();
     plan.set(1, &[4.0, 2.0, 2.0, 3.0]).unwrap();
-    assert!(plan.lanes(None, 0).is_some(), "a Cholesky factor of an input");
+    assert!(plan.lanes(None, 0, true).is_some(), "a Cholesky factor of an input");
     plan.set(1, &[1.0, 2.0, 2.0, 1.0]).unwrap();
-    assert!(plan.lanes(None, 0).is_none(), "one that fails leaves each point to fail on its own");
+    assert!(plan.lanes(None, 0, true).is_none(), "one that fails leaves each point to fail on its own");
 }
 
 /// A tangent plan's Jacobian column by column (`Plan::forward_tangent`
@@ -258,7 +258,7 @@ fn columns_one_at_a_time(tp: &mut Plan, x: &[f64], inputs: &[f64]) -> Vec<f64> {
 fn forward_jacobians_in_lanes_give_the_columns_one_at_a_time() {
     let check = |tp: &mut Plan, x: &[f64], inputs: &[f64], what: &str| {
         let expected = columns_one_at_a_time(tp, x, inputs);
-        assert!(tp.lanes(None, tp.params().len() / 2).is_some(), "{what}: the tangent steps have lane kernels");
+        assert!(tp.lanes(None, tp.params().len() / 2, false).is_some(), "{what}: the tangent steps have lane kernels");
         let pool = Pool::new(tp);
         let flat = [x, inputs].concat();
         // Twice: the second call replays in the lanes the replica kept.
@@ -295,4 +295,73 @@ fn forward_jacobians_in_lanes_give_the_columns_one_at_a_time() {
     let mut tp = Plan::build(&g, root, &[v], &[]).unwrap().tangent_plan().unwrap();
     let x: Vec<f64> = (0..n).map(|_| r.normal()).collect();
     check(&mut tp, &x, &[], "A·tanh(v) + c·v²");
+}
+
+/// The gradients of `p` at (x, eⱼ), one ordinary replay per unit direction
+/// eⱼ of the parameter values past x; each one's first x.len() values, row
+/// after row: the reference for `batch::units`.
+fn units_one_at_a_time(p: &mut Plan, x: &[f64], inputs: &[f64]) -> Vec<f64> {
+    let np = p.params().len();
+    let width: usize = (0..np).map(|i| p.slot_size(i)).sum();
+    let mut at = 0;
+    for i in np..p.slot_count() {
+        let n = p.slot_size(i);
+        p.set(i, &inputs[at..at + n]).unwrap();
+        at += n;
+    }
+    let mut rows = Vec::new();
+    for j in x.len()..width {
+        let mut point = x.to_vec();
+        point.resize(width, 0.0);
+        point[j] = 1.0;
+        let mut at = 0;
+        for i in 0..np {
+            let n = p.slot_size(i);
+            p.set(i, &point[at..at + n]).unwrap();
+            at += n;
+        }
+        p.forward().unwrap();
+        p.backward();
+        let mut grad = vec![0.0; width];
+        let mut at = 0;
+        for i in 0..np {
+            let n = p.slot_size(i);
+            p.gradient(i, &mut grad[at..at + n]).unwrap();
+            at += n;
+        }
+        rows.extend_from_slice(&grad[..x.len()]);
+    }
+    rows
+}
+
+#[test]
+fn hessian_and_jacobian_rows_in_lanes_with_x_fixed_give_the_single_results() {
+    // The tangent plan's rows are a Hessian's, the row plan's a reverse
+    // Jacobian's: x is the same at every point, so the lanes compute what
+    // depends on x alone once and sweep the adjoints back to x in lanes.
+    for seed in 0..120u64 {
+        let (n, m) = [(1, 1), (3, 5), (4, 4), (5, 9), (13, 34), (20, 6)][seed as usize % 6];
+        let plan = program(seed, n, m);
+        let mut r = Rng(seed ^ 0xabcd);
+        let x: Vec<f64> = (0..n + 1).map(|_| r.normal()).collect();
+        let inputs: Vec<f64> = (0..m * n + m).map(|_| r.normal()).collect();
+        for (what, mut p) in [("hessian", plan.tangent_plan().unwrap()), ("jacobian", plan.row_plan().unwrap())] {
+            let expected = units_one_at_a_time(&mut p, &x, &inputs);
+            let mut fixed = p.clone();
+            fixed.set(0, &x[..n]).unwrap();
+            fixed.set(1, &x[n..]).unwrap();
+            assert!(fixed.lanes(None, 2, true).is_some(), "seed {seed}, {what}: replayed in lanes with x fixed");
+            let pool = Pool::new(&p);
+            // Twice: the second call replays in the lanes the replica kept, at another x.
+            for round in 0..2 {
+                let x: Vec<f64> = x.iter().map(|&v| v + round as f64).collect();
+                let expected = if round == 0 { expected.clone() } else { units_one_at_a_time(&mut p, &x, &inputs) };
+                let mut rows = vec![f64::NAN; expected.len()];
+                batch::units(Replicas::Pool(&pool), &x, &inputs, &mut rows, &mut [], &mut []).unwrap();
+                for (e, (&a, &b)) in rows.iter().zip(&expected).enumerate() {
+                    assert!(same(a, b), "seed {seed}, {what}, round {round}, entry {e}: {a} vs {b}");
+                }
+            }
+        }
+    }
 }

@@ -105,7 +105,7 @@ pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<
     // Making the lanes computes what does not depend on the tangents; where
     // that fails, the replay below gives the error.
     if let Some(cache) = lanes.filter(|_| m > 0 && q > 0) {
-        if let Some(mut l) = p.lanes(cache.take(), n) {
+        if let Some(mut l) = p.lanes(cache.take(), n, false) {
             let mut points = vec![0.0; LANES * q];
             let mut columns = vec![0.0; LANES * m];
             for from in (0..q).step_by(LANES) {

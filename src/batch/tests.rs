@@ -52,8 +52,8 @@ fn bits(xs: &[f64]) -> Vec<u64> {
 #[test]
 fn scalar_plans_replayed_in_lanes_give_the_single_results_bit_for_bit() {
     let mut p = plan_from_json(SCALARS).unwrap();
-    assert!(p.lanes(None, 0).is_some(), "this plan is replayed in lanes");
-    assert!(plan_from_json(LOGDET).unwrap().lanes(None, 0).is_none(), "a plan with a matrix parameter is not");
+    assert!(p.lanes(None, 0, true).is_some(), "this plan is replayed in lanes");
+    assert!(plan_from_json(LOGDET).unwrap().lanes(None, 0, true).is_none(), "a plan with a matrix parameter is not");
     let pool = Pool::new(&p);
     let inputs = [0.75];
     // Group sizes below, at and past LANES, and a negative `a` for NaN.
@@ -168,7 +168,7 @@ fn hessian_rows_after_the_first_replay_only_the_tangent_steps() {
     let sl = g.op(Op::Sum, &[logd], false).unwrap();
     let root = g.op(Op::Add, &[st, sl], false).unwrap();
     let mut tp = Plan::build(&g, root, &[a], &[]).unwrap().tangent_plan().unwrap();
-    assert!(tp.replays_tangents_alone() && tp.lanes(None, 0).is_none());
+    assert!(tp.replays_tangents_alone() && tp.lanes(None, 0, true).is_none());
     let x = [2.0, 0.3, -0.4, 0.1, 1.5, 0.2, -0.3, 0.6, 1.8];
     // Each direction by a whole replay of the plan, on a replica of its own.
     let mut expected = Vec::new();

@@ -5,13 +5,15 @@
 //! each step runs across the points at once: its dispatch is paid once per
 //! `LANES` points, the points' dependency chains overlap, and the loops over
 //! the lanes are vector instructions. What does not depend on a parameter
-//! is the same at every point: it is computed once, by the ordinary kernels,
-//! when the lanes are made.
+//! (or only on the leading `fixed` slots, which every point holds alike: a
+//! Hessian's x) is the same at every point: it is computed once, by the
+//! ordinary kernels, when the lanes are made.
 
 use super::lane_base::{lanewise, widest, Lane, Layout, Term, LANES};
 use super::{arena_ranges, Plan, Step};
 use crate::core::graph::{eval, post_order_all};
 use crate::core::op::Op;
+use crate::core::shape::Shape;
 use crate::core::kernels::scalar::{self, with_constant_formula, Formula};
 use std::cell::Cell;
 
@@ -66,9 +68,19 @@ pub struct Lanes {
     arena: Arena,
     layout: Layout,
     varying: Vec<bool>,
+    /// Which nodes' adjoints the backward sweep computes in lanes: those
+    /// that lead to a parameter from one that depends on a parameter, fixed
+    /// or not (a fixed slot's adjoint differs from point to point when the
+    /// others do); none in lanes made for `replay_lanes_forward`.
+    swept: Vec<bool>,
+    /// Whether these lanes were made for `replay_lanes`, with a backward sweep.
+    sweep: bool,
+    /// The nodes that do not vary whose values lane steps read: `lanes`
+    /// writes them into every lane.
+    shown: Vec<u32>,
     /// How many leading parameter slots are the same at every point (a
-    /// forward Jacobian's: `replay_lanes_forward`), their values read from
-    /// the plan when the lanes are made. 0 for a batch's lanes.
+    /// forward Jacobian's, a Hessian's or a reverse Jacobian's x), their
+    /// values read from the plan when the lanes are made. 0 for a batch's lanes.
     fixed: usize,
     /// Per node, the term that comes first to its adjoint, when a lane
     /// kernel writes it whole: (the node it comes from, which operand).
@@ -109,12 +121,13 @@ impl Plan {
     /// past the first `fixed` slots computed from the constants, inputs
     /// and those slots as they are now; `None` unless every node that
     /// depends on one is a scalar or vector made by an op with a lane
-    /// kernel (nothing that can fail), and the plan is small.
-    pub fn lanes(&mut self, reuse: Option<Lanes>, fixed: usize) -> Option<Lanes> {
+    /// kernel (nothing that can fail), and the plan is small. With
+    /// `sweep`, for `replay_lanes`; without, for `replay_lanes_forward`.
+    pub fn lanes(&mut self, reuse: Option<Lanes>, fixed: usize, sweep: bool) -> Option<Lanes> {
         let size = self.graph.values.len();
         let mut lanes = match reuse {
-            Some(lanes) if lanes.arena.len() == 2 * size && lanes.varying.len() == self.graph.nodes.len() && lanes.fixed == fixed => lanes,
-            _ => self.new_lanes(fixed)?,
+            Some(l) if l.arena.len() == 2 * size && l.varying.len() == self.graph.nodes.len() && l.fixed == fixed && l.sweep == sweep => l,
+            _ => self.new_lanes(fixed, sweep)?,
         };
         // The steps that differ from point to point run in lanes; the
         // others once, here (a scalar step of either kind is cheap to run).
@@ -129,11 +142,9 @@ impl Plan {
         // Into every lane, where the plan's arena has them (`layout` moves
         // only nodes that vary); matrices are read from the plan's arena instead.
         let v = lanes.arena.cells();
-        for (id, node) in g.nodes.iter().enumerate() {
-            if !varying[id] && node.shape.rank() <= 1 {
-                for i in node.range() {
-                    v[i].set([g.values[i]; LANES]);
-                }
+        for &id in &lanes.shown {
+            for i in g.nodes[id as usize].range() {
+                v[i].set([g.values[i]; LANES]);
             }
         }
         Some(lanes)
@@ -142,36 +153,46 @@ impl Plan {
     /// Whether a batch may replay this plan in lanes (`lanes` can still
     /// refuse, when what does not depend on a parameter fails to compute).
     pub fn replays_in_lanes(&self) -> bool {
-        self.lane_varying(0).is_some()
+        self.lane_varying(0, true).is_some()
     }
 
-    /// Which nodes differ from point to point, if the plan is small and
-    /// each of those has a lane kernel: what depends on a parameter past
-    /// the first `fixed` slots (outputs included: `lane_output` reads them).
-    fn lane_varying(&self, fixed: usize) -> Option<Vec<bool>> {
+    /// `Lanes::varying` and `Lanes::swept`, if the plan is small and each
+    /// of those nodes has a lane kernel. Varying: what depends on a
+    /// parameter past the first `fixed` slots (outputs included:
+    /// `lane_output` reads them).
+    fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>)> {
         let nodes = &self.graph.nodes;
         if self.graph.values.len() > MAX_LANE_VALUES || !self.plain_layout {
             return None;
         }
-        let mut varying = vec![false; nodes.len()];
-        for node in self.params.iter().skip(fixed).filter_map(|s| s.node) {
-            varying[node as usize] = true;
-        }
         let roots: Vec<u32> = std::iter::once(self.root).chain(self.outputs.iter().copied()).collect();
-        for id in post_order_all(nodes, &roots) {
-            let node = &nodes[id as usize];
-            varying[id as usize] |= node.parents.iter().any(|&p| varying[p as usize]);
-        }
-        (0..nodes.len()).all(|id| !varying[id] || node_fits(nodes, id, &varying)).then_some(varying)
+        let order = post_order_all(nodes, &roots);
+        let depends = |from: usize| {
+            let mut marks = vec![false; nodes.len()];
+            for node in self.params.iter().skip(from).filter_map(|s| s.node) {
+                marks[node as usize] = true;
+            }
+            for &id in &order {
+                marks[id as usize] |= nodes[id as usize].parents.iter().any(|&p| marks[p as usize]);
+            }
+            marks
+        };
+        let varying = depends(fixed);
+        let swept: Vec<bool> = match sweep {
+            true => depends(0).iter().zip(&self.needs).map(|(&d, &n)| d && n).collect(),
+            false => vec![false; nodes.len()],
+        };
+        let fits = (0..nodes.len()).all(|id| !(varying[id] || swept[id]) || node_fits(nodes, id, &varying));
+        fits.then_some((varying, swept))
     }
 
-    fn new_lanes(&self, fixed: usize) -> Option<Lanes> {
-        let varying = self.lane_varying(fixed)?;
-        let (first, clear) = self.first_terms(&varying);
-        let layout = self.layout(&varying, &first);
+    fn new_lanes(&self, fixed: usize, sweep: bool) -> Option<Lanes> {
+        let (varying, swept) = self.lane_varying(fixed, sweep)?;
+        let (first, clear) = self.first_terms(&swept);
+        let (layout, shown) = self.layout(&varying, &swept, &first);
         let size = self.graph.values.len();
         let clear = clear.into_iter().map(|(a, b)| (size + a, size + b)).collect();
-        Some(Lanes { arena: Arena::new(2 * size), layout, varying, fixed, first, clear })
+        Some(Lanes { arena: Arena::new(2 * size), layout, varying, swept, sweep, fixed, shown, first, clear })
     }
 
     /// `Lanes::layout`. A vector computed elementwise from an operand of
@@ -185,16 +206,16 @@ impl Plan {
     /// one set of lanes, which stays in the cache, instead of each step
     /// writing lanes of its own. (Scalars keep their places: scalar steps
     /// name them.)
-    fn layout(&self, varying: &[bool], first: &[Term]) -> Layout {
+    fn layout(&self, varying: &[bool], swept: &[bool], first: &[Term]) -> (Layout, Vec<u32>) {
         let nodes = &self.graph.nodes;
-        let takes = |p: u32| self.takes_in_lanes(varying, p as usize);
-        let node_steps = |steps: &[Step]| -> Vec<usize> {
+        let takes = |p: u32| swept[p as usize];
+        let node_steps = |steps: &[Step], run: &[bool]| -> Vec<usize> {
             steps.iter().filter_map(|s| match *s {
-                Step::Node(id) if varying[id as usize] => Some(id as usize),
+                Step::Node(id) if run[id as usize] => Some(id as usize),
                 _ => None,
             }).collect()
         };
-        let (forward, backward) = (node_steps(&self.forward), node_steps(&self.backward));
+        let (forward, backward) = (node_steps(&self.forward, varying), node_steps(&self.backward, swept));
         // Steps that read each value: vectors are read by node steps only.
         let mut readers = vec![0usize; nodes.len()];
         forward.iter().flat_map(|&id| &nodes[id].parents).for_each(|&p| readers[p as usize] += 1);
@@ -229,7 +250,8 @@ impl Plan {
                 }
             }
         }
-        // What the forward sweep leaves in each node's value lanes: the last value computed there.
+        // What the forward sweep leaves in each node's value lanes: the last
+        // value computed there (none in a fixed node's, made once for all replays).
         let mut left = vec![usize::MAX; size];
         forward.iter().for_each(|&id| left[layout.value[id]] = id);
         let mut taken = vec![false; size];
@@ -237,7 +259,7 @@ impl Plan {
             let node = &nodes[id];
             let at = layout.value[id];
             let starts = layout.adjoint[id] == size + node.val && first[id] != NO_TERM;
-            if starts && node.shape.size() > 1 && !read_back[left[at]] && !taken[at] {
+            if starts && node.shape.size() > 1 && left[at] != usize::MAX && !read_back[left[at]] && !taken[at] {
                 taken[at] = true;
                 layout.adjoint[id] = at;
             }
@@ -250,21 +272,17 @@ impl Plan {
                 }
             }
         }
-        layout
-    }
-
-    /// Whether node `p`'s adjoint is computed in a lane replay: only nodes
-    /// that depend on a parameter pass adjoints on to a parameter, so the
-    /// others' are not. (The layout, the first terms and the sweep must agree.)
-    fn takes_in_lanes(&self, varying: &[bool], p: usize) -> bool {
-        self.needs[p] && varying[p]
+        // The fixed values a lane step reads: scalars (scalar steps name them) and the vectors read.
+        let shown = (0..nodes.len()).filter(|&id| !varying[id] && nodes[id].shape.rank() <= 1);
+        let shown = shown.filter(|&id| nodes[id].shape == Shape::Scalar || readers[id] > 0 || read_back[id]);
+        (layout, shown.map(|id| id as u32).collect())
     }
 
     /// How many nodes' values and adjoints sit in the lanes of another node
     /// (`layout`): what tests check the shared lanes with.
     #[doc(hidden)]
     pub fn lanes_shared(&self) -> Option<usize> {
-        let lanes = self.new_lanes(0)?;
+        let lanes = self.new_lanes(0, true)?;
         let moved = |at: &[usize], from: usize| self.graph.nodes.iter().zip(at).filter(|(n, &at)| from + n.val != at).count();
         Some(moved(&lanes.layout.value, 0) + moved(&lanes.layout.adjoint, self.graph.values.len()))
     }
@@ -272,7 +290,7 @@ impl Plan {
     /// `Lanes::first` and `Lanes::clear`: which term of the backward sweep
     /// comes first to each adjoint, and which adjoints must be cleared
     /// because theirs is added (a scalar step's, a slice's) or they take none.
-    fn first_terms(&self, varying: &[bool]) -> (Vec<Term>, Vec<(usize, usize)>) {
+    fn first_terms(&self, swept: &[bool]) -> (Vec<Term>, Vec<(usize, usize)>) {
         let nodes = &self.graph.nodes;
         let mut first = vec![NO_TERM; nodes.len()];
         // Which adjoints have taken a term, by where they start in the arena
@@ -284,11 +302,11 @@ impl Plan {
                     seen[s.a as usize] |= s.needs[0];
                     seen[s.b as usize] |= s.needs[1] && s.formula.binary();
                 }
-                Step::Node(id) if varying[id as usize] => {
+                Step::Node(id) if swept[id as usize] => {
                     let whole = !matches!(nodes[id as usize].op, Op::Slice { .. });
                     for (k, &p) in nodes[id as usize].parents.iter().enumerate() {
                         let (p, at) = (p as usize, nodes[p as usize].val);
-                        if self.takes_in_lanes(varying, p) && !seen[at] {
+                        if swept[p] && !seen[at] {
                             seen[at] = true;
                             if whole {
                                 first[p] = (id, k as u32);
@@ -304,10 +322,14 @@ impl Plan {
     }
 
     /// Replay `n` points (1 ≤ n ≤ LANES) in lanes: `params` holds them one
-    /// after another, `width` values each, slot after slot; their values go
-    /// to `values` and their gradients, laid out like `params`, to `grads`.
-    /// Every lane computes what `forward` and `backward` do, in the same
-    /// order, so each point's results are bit-identical to a single replay.
+    /// after another, `width` values each, slot after slot (the fixed slots
+    /// too, unread); their values go to `values` and their gradients, laid
+    /// out like `params`, to `grads`. Every lane computes what `forward` and
+    /// `backward` do, in the same order, so each point's results are
+    /// bit-identical to a single replay. With fixed slots (a Hessian's or a
+    /// reverse Jacobian's x, `batch::units`), what depends on them alone
+    /// was computed once, when the lanes were made; their adjoints and all
+    /// that leads to them are still swept in lanes.
     pub fn replay_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
         replay(self, lanes, params, width, values, grads)
     }
@@ -326,7 +348,7 @@ impl Plan {
             return crate::fail!("output buffer does not match output {i}");
         }
         if lanes.varying[id] {
-            if node.shape != crate::core::shape::Shape::Scalar {
+            if node.shape != Shape::Scalar {
                 return crate::fail!("output {i} is not a scalar, which lanes do not keep");
             }
             let at = lanes.layout.value[id];
@@ -349,13 +371,14 @@ impl Plan {
     }
 
     /// Set the lanes of the parameters past `lanes.fixed` to the `n`
-    /// points in `params` and run the forward steps that vary.
+    /// points in `params`, where each point's values start at `skip`, and
+    /// run the forward steps that vary.
     #[inline(always)]
-    fn forward_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, n: usize) {
+    fn forward_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, n: usize, skip: usize) {
         let Lanes { arena, layout, varying, fixed, .. } = lanes;
         let v = arena.cells();
         let (nodes, uniform) = (&self.graph.nodes, &self.graph.values);
-        let mut at = 0;
+        let mut at = skip;
         for slot in &self.params[*fixed..] {
             let size = slot.shape.size();
             if let Some(node) = slot.node {
@@ -387,7 +410,7 @@ impl Plan {
         let root = &self.graph.nodes[self.root as usize];
         let size = root.shape.size();
         debug_assert!((1..=LANES).contains(&n) && out.len() == n * size);
-        self.forward_lanes(lanes, params, width, n);
+        self.forward_lanes(lanes, params, width, n, 0);
         if !lanes.varying[self.root as usize] {
             let value = &self.graph.values[root.range()];
             out.chunks_exact_mut(size).for_each(|o| o.copy_from_slice(value));
@@ -405,9 +428,11 @@ impl Plan {
     #[inline(always)]
     fn replay_lanes_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
         let n = values.len();
-        debug_assert!((1..=LANES).contains(&n) && params.len() == n * width && grads.len() == n * width && lanes.fixed == 0);
-        self.forward_lanes(lanes, params, width, n);
-        let Lanes { arena, layout, varying, first, clear, .. } = lanes;
+        debug_assert!((1..=LANES).contains(&n) && params.len() == n * width && grads.len() == n * width && lanes.sweep);
+        // Each point holds the fixed slots too (the same values in each).
+        let skip = (0..lanes.fixed).map(|i| self.slot_size(i)).sum();
+        self.forward_lanes(lanes, params, width, n, skip);
+        let Lanes { arena, layout, swept, first, clear, .. } = lanes;
         // Values and adjoints are one arena, which `layout` indexes;
         // scalar steps name an adjoint by the place of its value.
         let v = arena.cells();
@@ -418,7 +443,7 @@ impl Plan {
         }
         let root = self.root as usize;
         v[layout.adjoint[root]].set([1.0; LANES]);
-        let takes = |p: u32| self.takes_in_lanes(varying, p as usize);
+        let takes = |p: u32| swept[p as usize];
         for step in &self.backward {
             match *step {
                 Step::Scalar(s) => {
@@ -431,7 +456,7 @@ impl Plan {
                         lane_partials(s.formula, s.k, 1, operands, &scalar_adj[b]);
                     }
                 }
-                Step::Node(id) if varying[id as usize] => vectors::adjoint(nodes, id as usize, layout, uniform, v, takes, first),
+                Step::Node(id) if swept[id as usize] => vectors::adjoint(nodes, id as usize, layout, uniform, v, takes, first),
                 Step::Node(_) => {}
             }
         }
