@@ -2,6 +2,7 @@
 //! through nalgebra's gemm (matrixmultiply for all but tiny sizes) on views of
 //! the arena, so nothing is allocated.
 
+use crate::core::widest::widest;
 use nalgebra::{DMatrixView, DMatrixViewMut, Dyn};
 
 /// A row-major `rows×cols` block of the arena as a nalgebra matrix, or as
@@ -48,7 +49,9 @@ pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bo
     cv.gemm(1.0, &av, &bv, 1.0);
 }
 
-/// C += op(A) op(B) by loops whose inner step runs along contiguous rows.
+widest! {
+/// C += op(A) op(B) by loops whose inner step runs along contiguous rows,
+/// compiled per vector width (the same bits at each).
 #[allow(clippy::too_many_arguments)]
 fn small_gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, c: &mut [f64]) {
     // A vector on the right, or an outer product: B, or A, is one contiguous
@@ -100,6 +103,7 @@ fn small_gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: 
         }
     }
 }
+}
 
 /// Σ f(i) for i < n, in four interleaved partial sums so the additions do not
 /// wait on one another (one running sum is latency-bound: ~4 cycles an add).
@@ -134,6 +138,7 @@ pub fn dot(x: &[f64], y: &[f64]) -> f64 {
 }
 
 /// y += s x.
+#[inline(always)]
 pub fn axpy(s: f64, x: &[f64], y: &mut [f64]) {
     for (yi, &xi) in y.iter_mut().zip(x) {
         *yi += s * xi;
@@ -166,8 +171,10 @@ pub fn matvec(k: usize, a: &[f64], x: &[f64], out: &mut [f64]) {
     }
 }
 
+widest! {
 /// d += Aᵀ g for row-major A [m×k]: four rows at a time, so each entry of
-/// `d` is loaded and stored once per four rows rather than once per row.
+/// `d` is loaded and stored once per four rows rather than once per row;
+/// compiled per vector width (the same bits at each).
 pub fn matvec_t_acc(k: usize, a: &[f64], g: &[f64], d: &mut [f64]) {
     if k == 0 {
         return;
@@ -185,6 +192,7 @@ pub fn matvec_t_acc(k: usize, a: &[f64], g: &[f64], d: &mut [f64]) {
     for (row, &gi) in blocks.remainder().chunks_exact(k).zip(gs.remainder()) {
         axpy(gi, row, d);
     }
+}
 }
 
 pub fn transpose(m: usize, n: usize, a: &[f64], out: &mut [f64]) {

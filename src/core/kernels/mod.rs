@@ -9,7 +9,8 @@ pub mod scalar;
 use super::error::Result;
 use super::fastmath;
 use super::linalg;
-use super::op::{broadcast, Op};
+use super::op::{broadcast, Broadcast, Op};
+use super::widest::widest;
 use super::shape::Shape;
 use elementwise as ew;
 use scalar::Formula;
@@ -93,17 +94,12 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         Op::Leaf | Op::Input | Op::Const | Op::External => {}
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => {
             let (_, bc) = broadcast(op.name(), p.shape(0), p.shape(1))?;
-            let (a, b) = (v(0), v(1));
-            for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| ew::binary(bc, a, b, out, |x, y| scalar::value(O, 0.0, x, y)))
+            elementwise_values(op, bc, v(0), v(1), out)
         }
         // Blocked, for speed on long arrays; element by element the same bits as scalar::value.
         Op::Tanh => fastmath::tanh_slice(v(0), out),
-        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma => {
-            for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Sigmoid, Relu, Lgamma, Digamma], |O| ew::unary(v(0), out, |x| scalar::value(O, 0.0, x, 0.0)))
-        }
-        Op::Pow(k) => {
-            let k = k.get();
-            ew::unary(v(0), out, |x| scalar::value(Formula::Pow, k, x, 0.0))
+        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
+            elementwise_values(op, Broadcast::Same, v(0), v(0), out)
         }
         Op::Sum => out[0] = matrix::sum(v(0)),
         Op::Mean => out[0] = matrix::sum(v(0)) / v(0).len() as f64,
@@ -160,6 +156,48 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         }
     }
     Ok(())
+}
+
+widest! {
+/// An elementwise op's values (a unary one reads `a` only), compiled per
+/// x86-64 vector width: each loop is the same per-element expression at
+/// every width, so the bits are too.
+fn elementwise_values(op: Op, bc: Broadcast, a: &[f64], b: &[f64], out: &mut [f64]) {
+    match op {
+        Op::Pow(e) => {
+            let k = e.get();
+            ew::unary(a, out, |x| scalar::value(Formula::Pow, k, x, 0.0))
+        }
+        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => {
+            for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| ew::binary(bc, a, b, out, |x, y| scalar::value(O, 0.0, x, y)))
+        }
+        op => for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Sigmoid, Relu, Lgamma, Digamma], |O| ew::unary(a, out, |x| scalar::value(O, 0.0, x, 0.0))),
+    }
+}
+}
+
+widest! {
+/// Operand `k`'s share of an elementwise op's adjoint added to `d`, from
+/// [left operand, right operand (a unary op's: the left again), value,
+/// adjoint]; compiled per vector width like `elementwise_values`.
+fn elementwise_adjoint(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &mut [f64]) {
+    let [a, b, out, g] = reads;
+    match op {
+        Op::Pow(e) => {
+            let k = e.get();
+            ew::unary_adjoint(a, out, g, d, |x, y, g| scalar::partial(Formula::Pow, k, 0, x, 0.0, y, g))
+        }
+        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt if k == 0 => for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| {
+            ew::binary_adjoint(bc, 0, a, b, g, d, |x, y, g| scalar::partial(O, 0.0, 0, x, y, 0.0, g))
+        }),
+        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| {
+            ew::binary_adjoint(bc, 1, a, b, g, d, |x, y, g| scalar::partial(O, 0.0, 1, x, y, 0.0, g))
+        }),
+        op => for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Tanh, Sigmoid, Relu, Lgamma, Digamma], |O| {
+            ew::unary_adjoint(a, out, g, d, |x, y, g| scalar::partial(O, 0.0, 0, x, 0.0, y, g))
+        }),
+    }
+}
 }
 
 /// Where the parents' adjoints are, for `adjoint`: an arena laid out like
@@ -227,25 +265,10 @@ fn parent_adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &
         Op::Leaf | Op::Input | Op::Const | Op::External | Op::Concat { .. } => {}
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => {
             let Ok((_, bc)) = broadcast(op.name(), p.shape(0), p.shape(1)) else { return };
-            let (a, b) = (p.val(0), p.val(1));
-            if k == 0 {
-                for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| {
-                    ew::binary_adjoint(bc, 0, a, b, g, d, |x, y, g| scalar::partial(O, 0.0, 0, x, y, 0.0, g))
-                })
-            } else {
-                for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| {
-                    ew::binary_adjoint(bc, 1, a, b, g, d, |x, y, g| scalar::partial(O, 0.0, 1, x, y, 0.0, g))
-                })
-            }
+            elementwise_adjoint(op, k, bc, [p.val(0), p.val(1), out, g], d)
         }
-        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma => {
-            for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Tanh, Sigmoid, Relu, Lgamma, Digamma], |O| {
-                ew::unary_adjoint(v(0), out, g, d, |x, y, g| scalar::partial(O, 0.0, 0, x, 0.0, y, g))
-            })
-        }
-        Op::Pow(e) => {
-            let k = e.get();
-            ew::unary_adjoint(v(0), out, g, d, |x, y, g| scalar::partial(Formula::Pow, k, 0, x, 0.0, y, g))
+        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
+            elementwise_adjoint(op, 0, Broadcast::Same, [v(0), v(0), out, g], d)
         }
         Op::Sum => d.iter_mut().for_each(|di| *di += g[0]),
         Op::Mean => {
