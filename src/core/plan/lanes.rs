@@ -120,9 +120,10 @@ impl Plan {
     /// they were made for it), with what does not depend on a parameter
     /// past the first `fixed` slots computed from the constants, inputs
     /// and those slots as they are now; `None` unless every node that
-    /// depends on one is a scalar or vector made by an op with a lane
-    /// kernel (nothing that can fail), and the plan is small. With
-    /// `sweep`, for `replay_lanes`; without, for `replay_lanes_forward`.
+    /// depends on one, or whose adjoint is swept in lanes (`Lanes::swept`),
+    /// is a scalar or vector made by an op with a lane kernel (nothing that
+    /// can fail), and the plan is small. With `sweep`, for `replay_lanes`;
+    /// without, for `replay_lanes_forward`.
     pub fn lanes(&mut self, reuse: Option<Lanes>, fixed: usize, sweep: bool) -> Option<Lanes> {
         let size = self.graph.values.len();
         let mut lanes = match reuse {
