@@ -365,3 +365,59 @@ fn hessian_and_jacobian_rows_in_lanes_with_x_fixed_give_the_single_results() {
         }
     }
 }
+
+#[test]
+fn a_matrix_times_vectors_of_one_non_zero_per_lane_gives_the_dense_bits() {
+    // Lanes whose vector is zero but at one element take a column of the
+    // matrix (lane_kernels.rs, `columns_of`) where every entry is finite,
+    // and the dense product where one is not (a_ij · 0 is then NaN): the
+    // product's every element, signed zeros included, as one point gives it.
+    let (m, k) = (5, 6);
+    let mut g = Graph::default();
+    let v = g.leaf(Op::Leaf, Shape::Vector(k), &[]).unwrap();
+    let a = g.leaf(Op::Input, Shape::Matrix(m, k), &[]).unwrap();
+    let root = g.op(Op::Matmul, &[a, v], false).unwrap();
+    let mut plan = Plan::build(&g, root, &[v], &[a]).unwrap();
+    let mut r = Rng(77);
+    let mut finite: Vec<f64> = (0..m * k).map(|_| r.normal()).collect();
+    (finite[3], finite[10], finite[17]) = (0.0, -0.0, -0.0);
+    let with = |at: usize, x: f64| {
+        let mut a = finite.clone();
+        a[at] = x;
+        a
+    };
+    let matrices = [finite.clone(), with(7, f64::INFINITY), with(20, f64::NAN), with(0, f64::NEG_INFINITY)];
+    // Each lane: one non-zero (of these values; -0 and 0 leave it all zeros) at a random element.
+    let values = [1.0, -2.5, 0.0, -0.0, 3e300, f64::INFINITY, f64::NAN];
+    let mut lanes = None;
+    for (which, matrix) in matrices.iter().enumerate() {
+        plan.set(1, matrix).unwrap();
+        for round in 0..6 {
+            let params: Vec<f64> = (0..LANES)
+                .flat_map(|l| {
+                    let mut point = vec![0.0; k];
+                    let j = r.below(k);
+                    point[j] = values[(l + round) % values.len()];
+                    // In the last round one lane holds two non-zeros: the dense product for all.
+                    if round == 5 && l == 3 {
+                        point[(j + 1) % k] = 0.5;
+                    }
+                    point
+                })
+                .collect();
+            let expected: Vec<f64> = params
+                .chunks(k)
+                .flat_map(|point| {
+                    plan.set(0, point).unwrap();
+                    plan.forward().unwrap().to_vec()
+                })
+                .collect();
+            lanes = plan.lanes(lanes.take(), 0, false);
+            let mut got = vec![f64::NAN; LANES * m];
+            plan.replay_lanes_forward(lanes.as_mut().expect("replayed in lanes"), &params, k, &mut got);
+            for (e, (&x, &y)) in got.iter().zip(&expected).enumerate() {
+                assert!(same(x, y), "matrix {which}, round {round}, point {}, element {}: {x} vs {y}", e / m, e % m);
+            }
+        }
+    }
+}

@@ -23,7 +23,7 @@ use super::super::op::{Broadcast, Op};
 use super::super::shape::Shape;
 use super::lane_base::{lanewise, widest, Lane, Layout, Term, LANES};
 use crate::core::widest::widest_here;
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 
 /// `$body` for each `$e` in `0..$n`, by index, two at a time. By index,
 /// not by iterator, and with `i + 1 < n` the loop's own test: then the
@@ -162,7 +162,7 @@ fn copy(to: &[Cell<Lane>], from: &[Cell<Lane>]) {
 /// A laned node's value, for every lane. `uniform` is the plan's own arena,
 /// holding what does not differ from point to point (a matvec's matrix).
 #[inline(always)]
-pub fn forward(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &[Cell<Lane>]) {
+pub fn forward(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &[Cell<Lane>], finite: &[OnceCell<bool>]) {
     let node = &nodes[id];
     let n = node.shape.size();
     let out = &v[layout.value[id]..][..n];
@@ -189,7 +189,13 @@ pub fn forward(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &
         }
         Op::Matmul => {
             let (m, k) = parent(0).shape.rows_cols();
-            matvec(m, k, &uniform[parent(0).range()], lanes_of(1), out);
+            let (a, x) = (&uniform[parent(0).range()], lanes_of(1));
+            // A Jacobian's or a Hessian's unit directions: a column of A per lane.
+            let all_finite = || *finite[node.parents[0] as usize].get_or_init(|| every_finite(a));
+            match one_per_lane(x) {
+                Some((at, c)) if all_finite() => columns_of(k, a, at, c, out),
+                _ => matvec(m, k, a, x, out),
+            }
         }
         // Copies: a vector's block, the same values reshaped, the parts one after another.
         Op::Slice { start, .. } => copy(out, &lanes_of(0)[start[0]..][..n]),
@@ -249,6 +255,46 @@ fn matvec(m: usize, k: usize, a: &[f64], x: &[Cell<Lane>], out: &[Cell<Lane>]) {
             }
         }
         o.set(s);
+    }
+}
+
+/// Where each lane of `x` is not zero, and its value there, if no lane is
+/// so at more than one element (a lane all zeros: element 0, value 0).
+#[inline(always)]
+fn one_per_lane(x: &[Cell<Lane>]) -> Option<([usize; LANES], Lane)> {
+    let (mut at, mut c) = ([usize::MAX; LANES], [0.0; LANES]);
+    for (j, xj) in x.iter().enumerate() {
+        let xj = xj.get();
+        for l in 0..LANES {
+            // (A NaN is not zero.)
+            if xj[l] != 0.0 {
+                if at[l] != usize::MAX {
+                    return None;
+                }
+                (at[l], c[l]) = (j, xj[l]);
+            }
+        }
+    }
+    Some((at.map(|j| if j == usize::MAX { 0 } else { j }), c))
+}
+
+/// Whether every entry of `a` is finite: then each term a_ij · 0 of a
+/// product with a vector of one non-zero is a zero.
+fn every_finite(a: &[f64]) -> bool {
+    let (body, rest) = a.as_chunks::<LANES>();
+    // x − x is 0 for a finite x and NaN otherwise; summed across lanes in registers.
+    let s = body.iter().fold([0.0; LANES], |s, x| lanewise!(|l| s[l] + (x[l] - x[l])));
+    s.iter().chain(rest).all(|x| (x - x) == 0.0)
+}
+
+/// `matvec` where lane `l` of x is zero but at element `at[l]`, which holds
+/// `c[l]`, and every entry of A is finite: each row's sum from 0 passes its
+/// zero terms (a_ij · ±0 = ±0, and +0 + ±0 = +0) and takes the one other,
+/// so it is 0 + a[i][at[l]] · c[l] bit for bit, one product in place of k.
+#[inline(always)]
+fn columns_of(k: usize, a: &[f64], at: [usize; LANES], c: Lane, out: &[Cell<Lane>]) {
+    for (row, o) in a.chunks_exact(k).zip(out) {
+        o.set(lanewise!(|l| 0.0 + row[at[l]] * c[l]));
     }
 }
 

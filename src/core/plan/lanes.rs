@@ -15,7 +15,7 @@ use crate::core::graph::{eval, post_order_all};
 use crate::core::op::Op;
 use crate::core::shape::Shape;
 use crate::core::kernels::scalar::{self, with_constant_formula, Formula};
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 
 /// The largest plan (in values) replayed in lanes: its lane arenas, 2·LANES
 /// times its own, then stay within a core's cache.
@@ -29,12 +29,12 @@ use super::lane_kernels as vectors;
 mod vectors {
     use super::{Lane, Layout, Term};
     use crate::core::graph::Node;
-    use std::cell::Cell;
+    use std::cell::{Cell, OnceCell};
 
     pub fn laned(_: &[Node], _: usize, _: &[bool]) -> bool {
         false
     }
-    pub fn forward(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>]) {}
+    pub fn forward(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>], _: &[OnceCell<bool>]) {}
     pub fn adjoint(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>], _: impl Fn(u32) -> bool, _: &[Term]) {}
 }
 
@@ -88,6 +88,10 @@ pub struct Lanes {
     first: Vec<Term>,
     /// The adjoints cleared before each sweep: the others' first terms write them.
     clear: Vec<(usize, usize)>,
+    /// Per node, once a lane kernel asks, whether every entry of its value
+    /// is finite (a matrix that multiplies unit directions); forgotten when
+    /// the lanes are made again, for values that may have changed.
+    finite: Vec<OnceCell<bool>>,
 }
 
 /// No first term written whole.
@@ -130,6 +134,7 @@ impl Plan {
             Some(l) if l.arena.len() == 2 * size && l.varying.len() == self.graph.nodes.len() && l.fixed == fixed && l.sweep == sweep => l,
             _ => self.new_lanes(fixed, sweep)?,
         };
+        lanes.finite.iter_mut().for_each(|f| _ = f.take());
         // The steps that differ from point to point run in lanes; the
         // others once, here (a scalar step of either kind is cheap to run).
         let (g, varying) = (&mut self.graph, &lanes.varying);
@@ -193,7 +198,8 @@ impl Plan {
         let (layout, shown) = self.layout(&varying, &swept, &first);
         let size = self.graph.values.len();
         let clear = clear.into_iter().map(|(a, b)| (size + a, size + b)).collect();
-        Some(Lanes { arena: Arena::new(2 * size), layout, varying, swept, sweep, fixed, shown, first, clear })
+        let finite = vec![OnceCell::new(); self.graph.nodes.len()];
+        Some(Lanes { arena: Arena::new(2 * size), layout, varying, swept, sweep, fixed, shown, first, clear, finite })
     }
 
     /// `Lanes::layout`. A vector computed elementwise from an operand of
@@ -376,7 +382,7 @@ impl Plan {
     /// run the forward steps that vary.
     #[inline(always)]
     fn forward_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, n: usize, skip: usize) {
-        let Lanes { arena, layout, varying, fixed, .. } = lanes;
+        let Lanes { arena, layout, varying, fixed, finite, .. } = lanes;
         let v = arena.cells();
         let (nodes, uniform) = (&self.graph.nodes, &self.graph.values);
         let mut at = skip;
@@ -399,7 +405,7 @@ impl Plan {
                     let [a, b, out] = s.at();
                     v[out].set(lane_values(s.formula, s.k, v[a].get(), v[b].get()));
                 }
-                Step::Node(id) if varying[id as usize] => vectors::forward(nodes, id as usize, layout, uniform, v),
+                Step::Node(id) if varying[id as usize] => vectors::forward(nodes, id as usize, layout, uniform, v, finite),
                 Step::Node(_) => {}
             }
         }
