@@ -211,7 +211,9 @@ struct Shared<'a> {
     failures: Mutex<Vec<Failure>>,
     /// Leading parameter slots every point holds the same values in: after
     /// its first point, a replica of a tangent plan replays only the steps
-    /// that depend on the others (`Plan::forward_tangent`).
+    /// that depend on the others (`Plan::forward_tangent`). Then only the
+    /// first point's gradient is wanted whole; the others', in lanes, only
+    /// over these slots (`Plan::replay_lanes`).
     same_slots: usize,
     /// Points evaluated, and the nanoseconds the threads spent on them.
     done: AtomicUsize,
@@ -269,8 +271,10 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
             let w = s.width;
             let params = &s.params[block.first * w..(block.first + block.values.len()) * w];
             let groups = block.values.chunks_mut(LANES).zip(block.grads.chunks_mut(LANES * w));
-            for ((values, grads), points) in groups.zip(params.chunks(LANES * w)) {
-                p.replay_lanes(lanes, points, w, values, grads);
+            for (g, ((values, grads), points)) in groups.zip(params.chunks(LANES * w)).enumerate() {
+                // With slots held alike, only the first point's gradient is read whole (`units`).
+                let whole = s.same_slots == 0 || (block.first == 0 && g == 0);
+                p.replay_lanes(lanes, points, w, values, grads, whole);
                 if let Some(out) = block.output.take() {
                     if let Err(error) = p.lane_output(lanes, 0, out) {
                         s.stop.fetch_min(0, Ordering::Relaxed);
@@ -358,7 +362,9 @@ impl Replicas<'_> {
 /// with `Replicas::Own`); with `first_output`, the plan's output 0
 /// (`Plan::build_outputs`) at the first point goes there as well. Every
 /// point holds the same values in the first `same_slots` parameter slots
-/// (`units`; 0 otherwise). On failure, the error of the lowest failing point.
+/// (`units`; 0 otherwise), and then the others' gradients are wanted at the
+/// first point only: past it they may be left unwritten. On failure, the
+/// error of the lowest failing point.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     replicas: Replicas,

@@ -73,6 +73,9 @@ pub struct Lanes {
     /// or not (a fixed slot's adjoint differs from point to point when the
     /// others do); none in lanes made for `replay_lanes_forward`.
     swept: Vec<bool>,
+    /// Which of those lead to a fixed slot: all a sweep to the fixed
+    /// slots' adjoints alone computes (no other node's term reaches them).
+    to_fixed: Vec<bool>,
     /// Whether these lanes were made for `replay_lanes`, with a backward sweep.
     sweep: bool,
     /// The nodes that do not vary whose values lane steps read: `lanes`
@@ -162,20 +165,20 @@ impl Plan {
         self.lane_varying(0, true).is_some()
     }
 
-    /// `Lanes::varying` and `Lanes::swept`, if the plan is small and each
+    /// `Lanes::varying`, `Lanes::swept` and `Lanes::to_fixed`, if the plan is small and each
     /// of those nodes has a lane kernel. Varying: what depends on a
     /// parameter past the first `fixed` slots (outputs included:
     /// `lane_output` reads them).
-    fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>)> {
+    fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>, Vec<bool>)> {
         let nodes = &self.graph.nodes;
         if self.graph.values.len() > MAX_LANE_VALUES || !self.plain_layout {
             return None;
         }
         let roots: Vec<u32> = std::iter::once(self.root).chain(self.outputs.iter().copied()).collect();
         let order = post_order_all(nodes, &roots);
-        let depends = |from: usize| {
+        let depends = |slots: std::ops::Range<usize>| {
             let mut marks = vec![false; nodes.len()];
-            for node in self.params.iter().skip(from).filter_map(|s| s.node) {
+            for node in self.params[slots].iter().filter_map(|s| s.node) {
                 marks[node as usize] = true;
             }
             for &id in &order {
@@ -183,23 +186,27 @@ impl Plan {
             }
             marks
         };
-        let varying = depends(fixed);
-        let swept: Vec<bool> = match sweep {
-            true => depends(0).iter().zip(&self.needs).map(|(&d, &n)| d && n).collect(),
-            false => vec![false; nodes.len()],
+        let np = self.params.len();
+        let varying = depends(fixed.min(np)..np);
+        let needed = |marks: Vec<bool>| -> Vec<bool> {
+            match sweep {
+                true => marks.iter().zip(&self.needs).map(|(&d, &n)| d && n).collect(),
+                false => vec![false; nodes.len()],
+            }
         };
+        let (swept, to_fixed) = (needed(depends(0..np)), needed(depends(0..fixed.min(np))));
         let fits = (0..nodes.len()).all(|id| !(varying[id] || swept[id]) || node_fits(nodes, id, &varying));
-        fits.then_some((varying, swept))
+        fits.then_some((varying, swept, to_fixed))
     }
 
     fn new_lanes(&self, fixed: usize, sweep: bool) -> Option<Lanes> {
-        let (varying, swept) = self.lane_varying(fixed, sweep)?;
+        let (varying, swept, to_fixed) = self.lane_varying(fixed, sweep)?;
         let (first, clear) = self.first_terms(&swept);
         let (layout, shown) = self.layout(&varying, &swept, &first);
         let size = self.graph.values.len();
         let clear = clear.into_iter().map(|(a, b)| (size + a, size + b)).collect();
         let finite = vec![OnceCell::new(); self.graph.nodes.len()];
-        Some(Lanes { arena: Arena::new(2 * size), layout, varying, swept, sweep, fixed, shown, first, clear, finite })
+        Some(Lanes { arena: Arena::new(2 * size), layout, varying, swept, to_fixed, sweep, fixed, shown, first, clear, finite })
     }
 
     /// `Lanes::layout`. A vector computed elementwise from an operand of
@@ -336,9 +343,12 @@ impl Plan {
     /// bit-identical to a single replay. With fixed slots (a Hessian's or a
     /// reverse Jacobian's x, `batch::units`), what depends on them alone
     /// was computed once, when the lanes were made; their adjoints and all
-    /// that leads to them are still swept in lanes.
-    pub fn replay_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
-        replay(self, lanes, params, width, values, grads)
+    /// that leads to them are still swept in lanes. Unless `whole`, the
+    /// sweep goes to the fixed slots alone, and the other slots' gradients
+    /// are left as they were (a Hessian's rows need x's adjoints, not the
+    /// directions', which are ∇f at every point).
+    pub fn replay_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64], whole: bool) {
+        replay(self, lanes, params, width, values, grads, whole)
     }
 
     /// Output `i`'s value at the first point these lanes last replayed
@@ -433,13 +443,14 @@ impl Plan {
     }
 
     #[inline(always)]
-    fn replay_lanes_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
+    fn replay_lanes_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64], whole: bool) {
         let n = values.len();
         debug_assert!((1..=LANES).contains(&n) && params.len() == n * width && grads.len() == n * width && lanes.sweep);
         // Each point holds the fixed slots too (the same values in each).
         let skip = (0..lanes.fixed).map(|i| self.slot_size(i)).sum();
         self.forward_lanes(lanes, params, width, n, skip);
-        let Lanes { arena, layout, swept, first, clear, .. } = lanes;
+        let Lanes { arena, layout, swept, to_fixed, first, clear, fixed, .. } = lanes;
+        let swept: &[bool] = if whole { swept } else { to_fixed };
         // Values and adjoints are one arena, which `layout` indexes;
         // scalar steps name an adjoint by the place of its value.
         let v = arena.cells();
@@ -469,7 +480,8 @@ impl Plan {
         }
         values.copy_from_slice(&v[layout.value[root]].get()[..n]);
         let mut at = 0;
-        for slot in &self.params {
+        let slots = if whole { self.params.len() } else { *fixed };
+        for slot in &self.params[..slots] {
             let size = slot.shape.size();
             match slot.node {
                 Some(node) if self.needs[node as usize] => {
@@ -492,8 +504,8 @@ impl Plan {
 }
 
 widest! {
-fn replay(plan: &Plan, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
-    plan.replay_lanes_with(lanes, params, width, values, grads)
+fn replay(plan: &Plan, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64], whole: bool) {
+    plan.replay_lanes_with(lanes, params, width, values, grads, whole)
 }
 }
 
