@@ -2,8 +2,10 @@
 //! build on: the lane, `LANES` values of one element side by side;
 //! `lanewise!` for a loop across a lane (and `widest!`, core/widest.rs, for
 //! a function compiled once per vector width); and where the lanes of each
-//! node sit (`Layout`, `Term`). Both files import this one, and neither the
-//! other's parts.
+//! node sit (`Arena`, `Layout`, `Term`). Both files import this one, and
+//! neither the other's parts.
+
+use std::cell::Cell;
 
 /// How many points a batch replays at once (`Plan::lanes`).
 pub const LANES: usize = 8;
@@ -42,6 +44,31 @@ pub(crate) use crate::core::widest::widest;
 pub struct Layout {
     pub value: Vec<usize>,
     pub adjoint: Vec<usize>,
+}
+
+/// The lanes of a replay: every value, then every adjoint, each where
+/// `Layout` puts it. They start on a 64-byte boundary, a lane one cache
+/// line (a lane across two costs two loads, or two stores), and are seen
+/// as cells, so that a step can write the lanes it reads.
+pub struct Arena(Vec<f64>);
+
+impl Arena {
+    /// `lanes` lanes, zeroed (pages no lane is written to stay untouched).
+    pub fn new(lanes: usize) -> Arena {
+        Arena(vec![0.0; (lanes + 1) * LANES])
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len() / LANES - 1
+    }
+
+    pub fn cells(&mut self) -> &[Cell<Lane>] {
+        let n = self.len();
+        // At most LANES - 1 values to skip; LANES (a lane late, unaligned) if the offset were unknown.
+        let skip = self.0.as_ptr().align_offset(64).min(LANES);
+        let (lanes, _) = self.0[skip..skip + n * LANES].as_chunks_mut::<LANES>();
+        Cell::from_mut(lanes).as_slice_of_cells()
+    }
 }
 
 /// A term of a node's adjoint: the node it comes from, and which operand.

@@ -9,7 +9,7 @@
 //! Hessian's x) is the same at every point: it is computed once, by the
 //! ordinary kernels, when the lanes are made.
 
-use super::lane_base::{lanewise, widest, Lane, Layout, Term, LANES};
+use super::lane_base::{lanewise, widest, Arena, Lane, Layout, Term, LANES};
 use super::{arena_ranges, Plan, Step};
 use crate::core::graph::{eval, post_order_all};
 use crate::core::op::Op;
@@ -36,31 +36,6 @@ mod vectors {
     }
     pub fn forward(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>], _: &[OnceCell<bool>]) {}
     pub fn adjoint(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>], _: impl Fn(u32) -> bool, _: &[Term]) {}
-}
-
-/// The lanes of a replay: every value, then every adjoint, each where
-/// `Layout` puts it. They start on a 64-byte boundary, a lane one cache
-/// line (a lane across two costs two loads, or two stores), and are seen
-/// as cells, so that a step can write the lanes it reads.
-struct Arena(Vec<f64>);
-
-impl Arena {
-    /// `lanes` lanes, zeroed (pages no lane is written to stay untouched).
-    fn new(lanes: usize) -> Arena {
-        Arena(vec![0.0; (lanes + 1) * LANES])
-    }
-
-    fn len(&self) -> usize {
-        self.0.len() / LANES - 1
-    }
-
-    fn cells(&mut self) -> &[Cell<Lane>] {
-        let n = self.len();
-        // At most LANES - 1 values to skip; LANES (a lane late, unaligned) if the offset were unknown.
-        let skip = self.0.as_ptr().align_offset(64).min(LANES);
-        let (lanes, _) = self.0[skip..skip + n * LANES].as_chunks_mut::<LANES>();
-        Cell::from_mut(lanes).as_slice_of_cells()
-    }
 }
 
 /// The arenas of a lane replay, and which nodes differ from point to point.
