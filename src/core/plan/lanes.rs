@@ -140,10 +140,10 @@ impl Plan {
         self.lane_varying(0, true).is_some()
     }
 
-    /// `Lanes::varying`, `Lanes::swept` and `Lanes::to_fixed`, if the plan is small and each
-    /// of those nodes has a lane kernel. Varying: what depends on a
-    /// parameter past the first `fixed` slots (outputs included:
-    /// `lane_output` reads them).
+    /// `Lanes::varying`, `Lanes::swept` and `Lanes::to_fixed`, if the plan
+    /// is small and each of those nodes has a lane kernel. Varying: what
+    /// depends on a parameter past the first `fixed` slots (outputs
+    /// included: `lane_output` reads them).
     fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>, Vec<bool>)> {
         let nodes = &self.graph.nodes;
         if self.graph.values.len() > MAX_LANE_VALUES || !self.plain_layout {
