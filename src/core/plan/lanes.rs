@@ -161,15 +161,17 @@ impl Plan {
             }
             marks
         };
-        let np = self.params.len();
-        let varying = depends(fixed.min(np)..np);
-        let needed = |marks: Vec<bool>| -> Vec<bool> {
-            match sweep {
-                true => marks.iter().zip(&self.needs).map(|(&d, &n)| d && n).collect(),
-                false => vec![false; nodes.len()],
+        let (np, fixed) = (self.params.len(), fixed.min(self.params.len()));
+        let varying = depends(fixed..np);
+        // What depends on any slot depends on a fixed one or on another.
+        let (swept, to_fixed) = match sweep {
+            true => {
+                let on_fixed = depends(0..fixed);
+                let swept = (0..nodes.len()).map(|i| (varying[i] || on_fixed[i]) && self.needs[i]).collect();
+                (swept, (0..nodes.len()).map(|i| on_fixed[i] && self.needs[i]).collect())
             }
+            false => (vec![false; nodes.len()], vec![false; nodes.len()]),
         };
-        let (swept, to_fixed) = (needed(depends(0..np)), needed(depends(0..fixed.min(np))));
         let fits = (0..nodes.len()).all(|id| !(varying[id] || swept[id]) || node_fits(nodes, id, &varying));
         fits.then_some((varying, swept, to_fixed))
     }
