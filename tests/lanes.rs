@@ -421,3 +421,23 @@ fn a_matrix_times_vectors_of_one_non_zero_per_lane_gives_the_dense_bits() {
         }
     }
 }
+
+#[test]
+fn a_matrix_of_no_columns_times_an_empty_vector_gives_zeros_in_lanes() {
+    // one_per_lane finds every lane of an empty vector all zeros; there is
+    // no column to take, and the product is the dense one: zeros.
+    let mut g = Graph::default();
+    let v = g.leaf(Op::Leaf, Shape::Vector(0), &[]).unwrap();
+    let s = g.leaf(Op::Leaf, Shape::Scalar, &[]).unwrap();
+    let a = g.leaf(Op::Const, Shape::Matrix(3, 0), &[]).unwrap();
+    let av = g.op(Op::Matmul, &[a, v], false).unwrap();
+    let root = g.op(Op::Add, &[av, s], false).unwrap();
+    let mut plan = Plan::build(&g, root, &[v, s], &[]).unwrap();
+    let mut lanes = plan.lanes(None, 0, false).expect("replayed in lanes");
+    let params: Vec<f64> = (0..LANES).map(|l| l as f64 - 2.5).collect();
+    let mut got = vec![f64::NAN; LANES * 3];
+    plan.replay_lanes_forward(&mut lanes, &params, 1, &mut got);
+    for (e, &x) in got.iter().enumerate() {
+        assert!(same(x, 0.0 + params[e / 3]), "point {}, element {}: {x}", e / 3, e % 3);
+    }
+}

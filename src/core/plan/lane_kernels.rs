@@ -193,7 +193,8 @@ pub fn forward(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &
             // A Jacobian's or a Hessian's unit directions: a column of A per lane.
             let all_finite = || *finite[node.parents[0] as usize].get_or_init(|| every_finite(a));
             match one_per_lane(x) {
-                Some((at, c)) if all_finite() => columns_of(k, a, at, c, out),
+                // (A vector of none has no element to take: its product is zeros.)
+                Some((at, c)) if k > 0 && all_finite() => columns_of(k, a, at, c, out),
                 _ => matvec(m, k, a, x, out),
             }
         }
