@@ -18,27 +18,30 @@ fn same(x: &[f64], y: &[f64]) -> bool {
 
 #[test]
 fn cholesky_and_its_adjoint_match_the_hand_kernels() {
-    let n = 240;
-    let mut rng = Lcg(71);
-    let a = random_spd(n, &mut rng);
-    let (mut l, mut hand) = (vec![0.0; n * n], vec![0.0; n * n]);
-    cholesky(&a, n, &mut l).unwrap();
-    hand::cholesky(&a, n, &mut hand).unwrap();
-    assert!(rel(&l, &hand) <= 1e-12, "{}", rel(&l, &hand));
-    assert!(l.iter().enumerate().all(|(i, &v)| i % n <= i / n || v == 0.0), "zeros above the diagonal");
+    // From the library's first size, across its column blocks (64), to one
+    // that takes several threads (`library::PARALLEL_FROM`).
+    for n in [100, 128, 240, 651] {
+        let mut rng = Lcg(71 + n as u64);
+        let a = random_spd(n, &mut rng);
+        let (mut l, mut hand) = (vec![0.0; n * n], vec![0.0; n * n]);
+        cholesky(&a, n, &mut l).unwrap();
+        hand::cholesky(&a, n, &mut hand).unwrap();
+        assert!(rel(&l, &hand) <= 1e-12, "n = {n}: {}", rel(&l, &hand));
+        assert!(l.iter().enumerate().all(|(i, &v)| i % n <= i / n || v == 0.0), "zeros above the diagonal");
 
-    // Garbage above L̄'s diagonal is never read.
-    let mut lbar = rng.fill(n * n);
-    for i in 0..n {
-        lbar[i * n + i + 1..i * n + n].fill(f64::NAN);
+        // Garbage above L̄'s diagonal is never read.
+        let mut lbar = rng.fill(n * n);
+        for i in 0..n {
+            lbar[i * n + i + 1..i * n + n].fill(f64::NAN);
+        }
+        let mut work = vec![0.0; n * n];
+        let start = rng.fill(n * n); // the adjoint accumulates
+        let (mut abar, mut hand_abar) = (start.clone(), start.clone());
+        cholesky_adjoint(&hand, &lbar, n, &mut work, &mut abar);
+        hand::cholesky_adjoint(&hand, &lbar, n, &mut work, &mut hand_abar);
+        assert!(rel(&abar, &hand_abar) <= 1e-12, "n = {n}: {}", rel(&abar, &hand_abar));
+        assert!(library::cholesky_adjoint(&hand, &lbar, n, &mut work, &mut abar), "the library path ran");
     }
-    let mut work = vec![0.0; n * n];
-    let start = rng.fill(n * n); // the adjoint accumulates
-    let (mut abar, mut hand_abar) = (start.clone(), start.clone());
-    cholesky_adjoint(&hand, &lbar, n, &mut work, &mut abar);
-    hand::cholesky_adjoint(&hand, &lbar, n, &mut work, &mut hand_abar);
-    assert!(rel(&abar, &hand_abar) <= 1e-12, "{}", rel(&abar, &hand_abar));
-    assert!(library::cholesky_adjoint(&hand, &lbar, n, &mut work, &mut abar), "the library path ran");
 }
 
 #[test]
