@@ -102,6 +102,22 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
         row[..=i].copy_from_slice(&lbar[i * n..i * n + i + 1]);
         row[i + 1..].fill(0.0);
     }
+    reverse_sweep(l, w, n);
+    // w now holds Φ (the adjoint of A's lower triangle); symmetrize.
+    for i in 0..n {
+        abar[i * n + i] += w[i * n + i];
+        for j in 0..i {
+            let h = 0.5 * w[i * n + j];
+            abar[i * n + j] += h;
+            abar[j * n + i] += h;
+        }
+    }
+}
+
+/// L̄ → Φ in place: `w` holds L̄'s lower triangle (zeros above) and leaves
+/// with the adjoint of A's lower triangle, the upper still zero. The
+/// blocked adjoint (`faer.rs`) runs it on each diagonal block.
+pub(super) fn reverse_sweep(l: &[f64], w: &mut [f64], n: usize) {
     for i in (0..n).rev() {
         let (head, rest) = w.split_at_mut(i * n);
         let wi = &mut rest[..n];
@@ -152,15 +168,6 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
             let s0 = wi[0] / l[0];
             wi[0] = s0;
             head[0] -= s0 * li[0];
-        }
-    }
-    // w now holds Φ (the adjoint of A's lower triangle); symmetrize.
-    for i in 0..n {
-        abar[i * n + i] += w[i * n + i];
-        for j in 0..i {
-            let h = 0.5 * w[i * n + j];
-            abar[i * n + j] += h;
-            abar[j * n + i] += h;
         }
     }
 }

@@ -12,7 +12,7 @@ use ::faer::linalg::lu::partial_pivoting::{factor as plu, solve as plu_solve};
 use ::faer::linalg::matmul::triangular::{self as trimatmul, BlockStructure};
 use ::faer::linalg::triangular_solve as tri;
 use ::faer::perm::PermRef;
-use ::faer::prelude::ReborrowMut;
+use ::faer::prelude::{Reborrow, ReborrowMut};
 use ::faer::{Accum, MatMut, MatRef, Par};
 
 /// Scratch kept per thread up to this size (larger requests allocate once
@@ -54,64 +54,90 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64], par: Par) -> bool {
     true
 }
 
-/// `cholesky_adjoint` solves for its result's lower triangle in blocks of
-/// columns, n/8 of them but at least this many: larger blocks solve more
-/// of the upper triangle for nothing (≈ 1.5·block/n of the work), smaller
-/// ones split poorly across threads (2 threads, blocks of n/8 against 64:
-/// 28 against 35 ms at n = 1000, 175 against 300 ms at n = 2000).
-const LOWER_SOLVE_BLOCK: usize = 64;
+/// Columns per block of `cholesky_adjoint`'s reverse sweep.
+const ADJOINT_BLOCK: usize = 64;
 
-/// Murray (2016) in matrix form, ACCUMULATED into `abar`:
-/// Ā += sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹), Φ the lower triangle with its diagonal halved.
+/// The products and solves within `cholesky_adjoint` take `par`'s threads
+/// from this many multiply-adds; smaller ones cost more to split than they
+/// gain (2 threads, n = 1000: 17–19 ms, against 26–28 with every step split).
+const ADJOINT_PARALLEL_FROM: usize = 2_000_000;
+
+/// Ā += sym(Φ), Φ the adjoint of A's lower triangle given L̄ (Murray 2016),
+/// by the blocked reverse of a left-looking factorization: ≈ n³/3
+/// multiply-adds, as many as the factorization, nearly all in products.
 ///
-/// sym(L⁻ᵀ Φ L⁻¹) = L⁻ᵀ M L⁻¹ with M = ½(Φ + Φᵀ) symmetric, so the result is
-/// symmetric and only its lower triangle is solved for: Z = L⁻ᵀ M in full,
-/// then Y = L⁻ᵀ Zᵀ from the diagonal down, column block by column block
-/// (rows above a block's first column are never read by the rows below).
-/// That is n³/3 + n³ + n³/3 flops, against 2n³ + n³/3 for two full solves.
+/// The factorization, per block column D (rows and columns J, R = the
+/// columns before J, C = the rows after J):
+///   1. S = A_DD − L_DR L_DRᵀ       2. L_DD = chol(S)
+///   3. T = A_CD − L_CR L_DRᵀ       4. L_CD = T L_DD⁻ᵀ
+/// Its reverse, from the last block to the first, on W (L̄, then Φ):
+///   4. W_CD = L̄_CD L_DD⁻¹ (this is Φ_CD), W_DD −= tril(W_CDᵀ L_CD)
+///   3. W_CR −= W_CD L_DR, W_DR −= W_CDᵀ L_CR
+///   2. W_DD = Φ_DD by the unblocked reverse sweep of `cholesky.rs`
+///   1. W_DR −= (Φ_DD + Φ_DDᵀ) L_DR
+/// Every later block has given its share to W's columns J before J's turn.
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], par: Par) {
     let w = &mut work[..n * n];
-    let lm = MatRef::from_row_major_slice(&l[..n * n], n, n);
-    let lb = MatRef::from_row_major_slice(&lbar[..n * n], n, n);
-    {
-        // Only Φ's lower triangle is needed: ½ Lᵀ L̄ on the lower half.
-        let m = MatMut::from_row_major_slice_mut(w, n, n);
-        trimatmul::matmul(
-            m,
-            BlockStructure::TriangularLower,
-            Accum::Replace,
-            lm.transpose(),
-            BlockStructure::TriangularUpper,
-            lb,
-            BlockStructure::TriangularLower,
-            0.5,
-            par,
-        );
-    }
-    // M = ½(Φ + Φᵀ) is that lower half mirrored: Φ's halved diagonal is
-    // the sum's two halves.
     for i in 0..n {
-        for j in 0..i {
-            w[j * n + i] = w[i * n + j];
+        w[i * n..i * n + i + 1].copy_from_slice(&lbar[i * n..i * n + i + 1]);
+        w[i * n + i + 1..i * n + n].fill(0.0);
+    }
+    let lm = MatRef::from_row_major_slice(&l[..n * n], n, n);
+    let mut wm = MatMut::from_row_major_slice_mut(w, n, n);
+    let b = ADJOINT_BLOCK;
+    let big = |multiply_adds: usize| if multiply_adds >= ADJOINT_PARALLEL_FROM { par } else { Par::Seq };
+    // The diagonal block's L and W, contiguous for the unblocked sweep, and Φ + Φᵀ.
+    let (mut ld, mut wd, mut sym) = (vec![0.0; b * b], vec![0.0; b * b], vec![0.0; b * b]);
+    for j in (0..n).step_by(b).rev() {
+        let (e, bs) = ((j + b).min(n), (j + b).min(n) - j);
+        let m = n - e;
+        let (mut w_dr, mut w_dd, mut w_cr, mut w_cd) = wm.rb_mut().submatrix_mut(j, 0, n - j, e).split_at_mut(bs, j);
+        let (l_dd, l_dr) = (lm.submatrix(j, j, bs, bs), lm.submatrix(j, 0, bs, j));
+        if m > 0 {
+            let (l_cd, l_cr) = (lm.submatrix(e, j, m, bs), lm.submatrix(e, 0, m, j));
+            tri::solve_upper_triangular_in_place(l_dd.transpose(), w_cd.rb_mut().transpose_mut(), big(m * bs * bs));
+            let lower = BlockStructure::TriangularLower;
+            let rect = BlockStructure::Rectangular;
+            trimatmul::matmul(w_dd.rb_mut(), lower, Accum::Add, w_cd.rb().transpose(), rect, l_cd, rect, -1.0, big(m * bs * bs));
+            if j > 0 {
+                ::faer::linalg::matmul::matmul(w_cr.rb_mut(), Accum::Add, w_cd.rb(), l_dr, -1.0, big(m * j * bs));
+                ::faer::linalg::matmul::matmul(w_dr.rb_mut(), Accum::Add, w_cd.rb().transpose(), l_cr, -1.0, big(m * j * bs));
+            }
+        }
+        let (ld, wd, sym) = (&mut ld[..bs * bs], &mut wd[..bs * bs], &mut sym[..bs * bs]);
+        for r in 0..bs {
+            for c in 0..bs {
+                ld[r * bs + c] = l_dd[(r, c)];
+                wd[r * bs + c] = w_dd[(r, c)];
+            }
+        }
+        super::cholesky::reverse_sweep(ld, wd, bs);
+        for r in 0..bs {
+            for c in 0..bs {
+                w_dd[(r, c)] = wd[r * bs + c];
+                sym[r * bs + c] = wd[r * bs + c] + wd[c * bs + r];
+            }
+        }
+        if j > 0 {
+            let sym = MatRef::from_row_major_slice(sym, bs, bs);
+            ::faer::linalg::matmul::matmul(w_dr.rb_mut(), Accum::Add, sym, l_dr, -1.0, big(bs * bs * j));
         }
     }
-    let mut z = MatMut::from_row_major_slice_mut(w, n, n);
-    tri::solve_upper_triangular_in_place(lm.transpose(), z.rb_mut(), par); // Z = L⁻ᵀ M
-    let mut y = z.transpose_mut(); // Zᵀ = M L⁻¹, overwritten by Y = L⁻ᵀ M L⁻¹
-    let block = (n / 8).max(LOWER_SOLVE_BLOCK);
-    for c0 in (0..n).step_by(block) {
-        let c1 = (c0 + block).min(n);
-        let cols = y.rb_mut().submatrix_mut(c0, c0, n - c0, c1 - c0);
-        tri::solve_upper_triangular_in_place(lm.submatrix(c0, c0, n - c0, n - c0).transpose(), cols, par);
-    }
-    // Y[i][j] (i ≥ j) is w[j][i]: row j of w from its diagonal on.
-    for j in 0..n {
-        abar[j * n + j] += w[j * n + j];
-        for i in j + 1..n {
-            let v = w[j * n + i];
-            abar[i * n + j] += v;
-            abar[j * n + i] += v;
+    // Φ's halves into Ā, by 16×16 tiles (one add per entry: any order).
+    const TILE: usize = 16;
+    for i0 in (0..n).step_by(TILE) {
+        for j0 in (0..=i0).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(n) {
+                for j in j0..(j0 + TILE).min(i) {
+                    let h = 0.5 * w[i * n + j];
+                    abar[i * n + j] += h;
+                    abar[j * n + i] += h;
+                }
+            }
         }
+    }
+    for i in 0..n {
+        abar[i * n + i] += w[i * n + i];
     }
 }
 
