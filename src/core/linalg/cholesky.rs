@@ -103,14 +103,28 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
         row[i + 1..].fill(0.0);
     }
     reverse_sweep(l, w, n);
-    // w now holds Φ (the adjoint of A's lower triangle); symmetrize.
+    add_symmetrized(w, n, abar);
+}
+
+/// Ā += sym(Φ) for Φ (the adjoint of A's lower triangle) in `w`'s lower
+/// triangle: Φ_ii on the diagonal, Φ_ij/2 on both sides of it. By 16×16
+/// tiles, for the strided side's cache lines; one add per entry, so the
+/// order does not change the bits.
+pub(super) fn add_symmetrized(w: &[f64], n: usize, abar: &mut [f64]) {
+    const TILE: usize = 16;
+    for i0 in (0..n).step_by(TILE) {
+        for j0 in (0..=i0).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(n) {
+                for j in j0..(j0 + TILE).min(i) {
+                    let h = 0.5 * w[i * n + j];
+                    abar[i * n + j] += h;
+                    abar[j * n + i] += h;
+                }
+            }
+        }
+    }
     for i in 0..n {
         abar[i * n + i] += w[i * n + i];
-        for j in 0..i {
-            let h = 0.5 * w[i * n + j];
-            abar[i * n + j] += h;
-            abar[j * n + i] += h;
-        }
     }
 }
 

@@ -281,22 +281,7 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
         }
         end = top;
     }
-    // Φ's halves into Ā, by 16×16 tiles (one add per entry: any order).
-    const TILE: usize = 16;
-    for i0 in (0..n).step_by(TILE) {
-        for j0 in (0..=i0).step_by(TILE) {
-            for i in i0..(i0 + TILE).min(n) {
-                for j in j0..(j0 + TILE).min(i) {
-                    let h = 0.5 * w[i * n + j];
-                    abar[i * n + j] += h;
-                    abar[j * n + i] += h;
-                }
-            }
-        }
-    }
-    for i in 0..n {
-        abar[i * n + i] += w[i * n + i];
-    }
+    super::cholesky::add_symmetrized(w, n, abar);
 }
 
 /// Row i's step at j (scalar: only the block's own few): `wi`, `li` row i
