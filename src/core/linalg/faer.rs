@@ -111,6 +111,7 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
                 wd[r * bs + c] = w_dd[(r, c)];
             }
         }
+        clean_upper_state(); // faer's wide kernels before the sweep's SSE code (library.rs says why)
         super::cholesky::reverse_sweep(ld, wd, bs);
         for r in 0..bs {
             for c in 0..bs {
