@@ -96,14 +96,21 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> Result<()> {
 /// pre-sqrt value s is formed, and pushed back onto the L entries s was
 /// computed from. Cost ≈ n³/3 multiply-adds.
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) {
+    let w = lower_triangle(lbar, n, work);
+    reverse_sweep(l, w, n);
+    add_symmetrized(w, n, abar);
+}
+
+/// `work`'s first n² entries set to L̄'s lower triangle, zeros above: where
+/// each Cholesky adjoint kernel starts.
+pub(super) fn lower_triangle<'w>(lbar: &[f64], n: usize, work: &'w mut [f64]) -> &'w mut [f64] {
     let w = &mut work[..n * n];
     for i in 0..n {
         let row = &mut w[i * n..i * n + n];
         row[..=i].copy_from_slice(&lbar[i * n..i * n + i + 1]);
         row[i + 1..].fill(0.0);
     }
-    reverse_sweep(l, w, n);
-    add_symmetrized(w, n, abar);
+    w
 }
 
 /// Ā += sym(Φ) for Φ (the adjoint of A's lower triangle) in `w`'s lower

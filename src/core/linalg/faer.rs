@@ -77,11 +77,7 @@ const ADJOINT_PARALLEL_FROM: usize = 2_000_000;
 ///   1. W_DR −= (Φ_DD + Φ_DDᵀ) L_DR
 /// Every later block has given its share to W's columns J before J's turn.
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], par: Par) {
-    let w = &mut work[..n * n];
-    for i in 0..n {
-        w[i * n..i * n + i + 1].copy_from_slice(&lbar[i * n..i * n + i + 1]);
-        w[i * n + i + 1..i * n + n].fill(0.0);
-    }
+    let w = super::cholesky::lower_triangle(lbar, n, work);
     let lm = MatRef::from_row_major_slice(&l[..n * n], n, n);
     let mut wm = MatMut::from_row_major_slice_mut(w, n, n);
     let b = ADJOINT_BLOCK;

@@ -222,12 +222,7 @@ fn factor(a: &[f64], n: usize, l: &mut [f64]) -> bool {
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) {
     const ROWS: usize = 3;
     const COLS: usize = 2;
-    let w = &mut work[..n * n];
-    for i in 0..n {
-        let row = &mut w[i * n..i * n + n];
-        row[..=i].copy_from_slice(&lbar[i * n..i * n + i + 1]);
-        row[i + 1..].fill(0.0);
-    }
+    let w = super::cholesky::lower_triangle(lbar, n, work);
     // Rows top..top+rows (the block), from the bottom of the matrix up.
     let mut end = n;
     while end > 0 {
