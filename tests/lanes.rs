@@ -167,6 +167,43 @@ fn random_programs() {
 }
 
 #[test]
+fn points_that_share_their_leading_slots_give_the_single_results_in_lanes() {
+    // The vector slot held alike by every point, the scalar one not: the
+    // adjoints that reach the shared slot from what varies by partials that
+    // read nothing that varies are the same in every lane, swept once
+    // (lane_uniform.rs), whatever the ops (a Hessian's tangent plan is
+    // linear in what varies; these programs are not).
+    let mut uniform = 0;
+    for seed in 0..300u64 {
+        let (n, m) = [(1, 1), (3, 5), (4, 4), (5, 9), (13, 34), (20, 6)][seed as usize % 6];
+        let mut plan = program(seed, n, m);
+        let mut r = Rng(seed ^ 0x51de);
+        let inputs: Vec<f64> = (0..m * n + m).map(|_| r.normal()).collect();
+        plan.set(2, &inputs[..m * n]).unwrap();
+        plan.set(3, &inputs[m * n..]).unwrap();
+        let v: Vec<f64> = (0..n).map(|_| r.normal()).collect();
+        plan.set(0, &v).unwrap();
+        uniform += plan.lanes_uniform(1).unwrap();
+        let k = [1, LANES - 1, LANES, 2 * LANES + 3][seed as usize % 4];
+        let w = n + 1;
+        let params: Vec<f64> = (0..k).flat_map(|_| v.iter().copied().chain([r.normal()])).collect();
+        let expected: Vec<(f64, Vec<f64>)> = (0..k).map(|i| single(&mut plan, &params[i * w..(i + 1) * w], &inputs, n)).collect();
+        let pool = Pool::new(&plan);
+        let (mut values, mut grads) = (vec![0.0; k], vec![0.0; k * w]);
+        batch::run(Replicas::Pool(&pool), &params, &inputs, k, 1, &mut values, &mut grads, None, 1).unwrap();
+        for (i, (value, g)) in expected.iter().enumerate() {
+            assert!(same(values[i], *value), "seed {seed}, point {i}: value {} vs {value}", values[i]);
+            // Past the first group the sweep goes to the shared slot alone.
+            let swept = if i < LANES { w } else { n };
+            for (e, (&a, &b)) in grads[i * w..i * w + swept].iter().zip(g).enumerate() {
+                assert!(same(a, b), "seed {seed}, point {i}, gradient {e}: {a} vs {b}");
+            }
+        }
+    }
+    assert!(uniform > 300, "adjoints the same in every lane are swept once ({uniform} in 300 programs)");
+}
+
+#[test]
 fn each_formula_reads_all_that_its_partial_depends_on() {
     // A lane replay overwrites a value no partial reads (`Formula::reads`):
     // one left out of the table would change results. Each value the table
@@ -338,7 +375,9 @@ fn units_one_at_a_time(p: &mut Plan, x: &[f64], inputs: &[f64]) -> Vec<f64> {
 fn hessian_and_jacobian_rows_in_lanes_with_x_fixed_give_the_single_results() {
     // The tangent plan's rows are a Hessian's, the row plan's a reverse
     // Jacobian's: x is the same at every point, so the lanes compute what
-    // depends on x alone once and sweep the adjoints back to x in lanes.
+    // depends on x alone once and sweep the adjoints back to x in lanes;
+    // a Hessian's tangent nodes' adjoints, the same in every lane, once.
+    let mut uniform = 0;
     for seed in 0..120u64 {
         let (n, m) = [(1, 1), (3, 5), (4, 4), (5, 9), (13, 34), (20, 6)][seed as usize % 6];
         let plan = program(seed, n, m);
@@ -351,6 +390,7 @@ fn hessian_and_jacobian_rows_in_lanes_with_x_fixed_give_the_single_results() {
             fixed.set(0, &x[..n]).unwrap();
             fixed.set(1, &x[n..]).unwrap();
             assert!(fixed.lanes(None, 2, true).is_some(), "seed {seed}, {what}: replayed in lanes with x fixed");
+            uniform += fixed.lanes_uniform(2).unwrap() * usize::from(what == "hessian");
             let pool = Pool::new(&p);
             // Twice: the second call replays in the lanes the replica kept, at another x.
             for round in 0..2 {
@@ -364,6 +404,7 @@ fn hessian_and_jacobian_rows_in_lanes_with_x_fixed_give_the_single_results() {
             }
         }
     }
+    assert!(uniform > 1000, "most tangent nodes' adjoints are the same in every lane ({uniform} in 120 Hessians)");
 }
 
 #[test]

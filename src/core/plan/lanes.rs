@@ -10,6 +10,7 @@
 //! ordinary kernels, when the lanes are made.
 
 use super::lane_base::{lanewise, widest, Arena, Lane, Layout, Term, LANES};
+use super::lane_uniform::Uniform;
 use super::{arena_ranges, Plan, Step};
 use crate::core::graph::{eval, post_order_all};
 use crate::core::op::Op;
@@ -51,6 +52,9 @@ pub struct Lanes {
     /// Which of those lead to a fixed slot: all a sweep to the fixed
     /// slots' adjoints alone computes (no other node's term reaches them).
     to_fixed: Vec<bool>,
+    /// Which swept adjoints are the same in every lane: swept once, when
+    /// the lanes are made, and never in lanes (lane_uniform.rs).
+    uniform: Uniform,
     /// Whether these lanes were made for `replay_lanes`, with a backward sweep.
     sweep: bool,
     /// The nodes that do not vary whose values lane steps read: `lanes`
@@ -131,6 +135,7 @@ impl Plan {
                 v[i].set([g.values[i]; LANES]);
             }
         }
+        self.sweep_uniform(&lanes.uniform, &lanes.layout.adjoint, v);
         Some(lanes)
     }
 
@@ -144,7 +149,7 @@ impl Plan {
     /// is small and each of those nodes has a lane kernel. Varying: what
     /// depends on a parameter past the first `fixed` slots (outputs
     /// included: `lane_output` reads them).
-    fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>, Vec<bool>)> {
+    pub(super) fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>, Vec<bool>)> {
         let nodes = &self.graph.nodes;
         if self.graph.values.len() > MAX_LANE_VALUES || !self.plain_layout {
             return None;
@@ -178,12 +183,13 @@ impl Plan {
 
     fn new_lanes(&self, fixed: usize, sweep: bool) -> Option<Lanes> {
         let (varying, swept, to_fixed) = self.lane_varying(fixed, sweep)?;
-        let (first, clear) = self.first_terms(&swept);
-        let (layout, shown) = self.layout(&varying, &swept, &first);
+        let uniform = self.uniform_adjoints(fixed, &varying, &swept);
+        let (first, clear) = self.first_terms(&swept, &uniform);
+        let (layout, shown) = self.layout(&varying, &swept, &uniform, &first);
         let size = self.graph.values.len();
         let clear = clear.into_iter().map(|(a, b)| (size + a, size + b)).collect();
         let finite = vec![OnceCell::new(); self.graph.nodes.len()];
-        Some(Lanes { arena: Arena::new(2 * size), layout, varying, swept, to_fixed, sweep, fixed, shown, first, clear, finite })
+        Some(Lanes { arena: Arena::new(2 * size), layout, varying, swept, to_fixed, uniform, sweep, fixed, shown, first, clear, finite })
     }
 
     /// `Lanes::layout`. A vector computed elementwise from an operand of
@@ -197,9 +203,9 @@ impl Plan {
     /// one set of lanes, which stays in the cache, instead of each step
     /// writing lanes of its own. (Scalars keep their places: scalar steps
     /// name them.)
-    fn layout(&self, varying: &[bool], swept: &[bool], first: &[Term]) -> (Layout, Vec<u32>) {
+    fn layout(&self, varying: &[bool], swept: &[bool], uniform: &Uniform, first: &[Term]) -> (Layout, Vec<u32>) {
         let nodes = &self.graph.nodes;
-        let takes = |p: u32| swept[p as usize];
+        let takes = |p: u32| swept[p as usize] && !uniform.same[p as usize];
         let node_steps = |steps: &[Step], run: &[bool]| -> Vec<usize> {
             steps.iter().filter_map(|s| match *s {
                 Step::Node(id) if run[id as usize] => Some(id as usize),
@@ -258,7 +264,7 @@ impl Plan {
             let mut taking = node.parents.iter().enumerate().filter(|&(_, &p)| takes(p));
             if let (Some((k, &p)), None) = (taking.next(), taking.next()) {
                 let whole = nodes[p as usize].shape.size() == node.shape.size() && first[p as usize] == (id as u32, k as u32);
-                if elementwise && whole && node.shape.size() > 1 {
+                if elementwise && whole && node.shape.size() > 1 && !uniform.same[id] {
                     layout.adjoint[p as usize] = layout.adjoint[id];
                 }
             }
@@ -281,7 +287,8 @@ impl Plan {
     /// `Lanes::first` and `Lanes::clear`: which term of the backward sweep
     /// comes first to each adjoint, and which adjoints must be cleared
     /// because theirs is added (a scalar step's, a slice's) or they take none.
-    fn first_terms(&self, swept: &[bool]) -> (Vec<Term>, Vec<(usize, usize)>) {
+    fn first_terms(&self, swept: &[bool], uniform: &Uniform) -> (Vec<Term>, Vec<(usize, usize)>) {
+        let (same, same_at) = (&uniform.same, &uniform.same_at);
         let nodes = &self.graph.nodes;
         let mut first = vec![NO_TERM; nodes.len()];
         // Which adjoints have taken a term, by where they start in the arena
@@ -290,14 +297,14 @@ impl Plan {
         for step in &self.backward {
             match *step {
                 Step::Scalar(s) => {
-                    seen[s.a as usize] |= s.needs[0];
-                    seen[s.b as usize] |= s.needs[1] && s.formula.binary();
+                    seen[s.a as usize] |= s.needs[0] && !same_at[s.a as usize];
+                    seen[s.b as usize] |= s.needs[1] && s.formula.binary() && !same_at[s.b as usize];
                 }
                 Step::Node(id) if swept[id as usize] => {
                     let whole = !matches!(nodes[id as usize].op, Op::Slice { .. });
                     for (k, &p) in nodes[id as usize].parents.iter().enumerate() {
                         let (p, at) = (p as usize, nodes[p as usize].val);
-                        if swept[p] && !seen[at] {
+                        if swept[p] && !same[p] && !seen[at] {
                             seen[at] = true;
                             if whole {
                                 first[p] = (id, k as u32);
@@ -308,7 +315,7 @@ impl Plan {
                 Step::Node(_) => {}
             }
         }
-        let clear = arena_ranges(nodes, |id| self.needs[id] && first[id] == NO_TERM);
+        let clear = arena_ranges(nodes, |id| self.needs[id] && first[id] == NO_TERM && !same[id]);
         (first, clear)
     }
 
@@ -426,7 +433,7 @@ impl Plan {
         // Each point holds the fixed slots too (the same values in each).
         let skip = (0..lanes.fixed).map(|i| self.slot_size(i)).sum();
         self.forward_lanes(lanes, params, width, n, skip);
-        let Lanes { arena, layout, swept, to_fixed, first, clear, fixed, .. } = lanes;
+        let Lanes { arena, layout, swept, to_fixed, uniform: alike, first, clear, fixed, .. } = lanes;
         let swept: &[bool] = if whole { swept } else { to_fixed };
         // Values and adjoints are one arena, which `layout` indexes;
         // scalar steps name an adjoint by the place of its value.
@@ -438,16 +445,16 @@ impl Plan {
         }
         let root = self.root as usize;
         v[layout.adjoint[root]].set([1.0; LANES]);
-        let takes = |p: u32| swept[p as usize];
+        let takes = |p: u32| swept[p as usize] && !alike.same[p as usize];
         for step in &self.backward {
             match *step {
                 Step::Scalar(s) => {
                     let [a, b, out] = s.at();
                     let operands = [v[a].get(), v[b].get(), v[out].get(), scalar_adj[out].get()];
-                    if s.needs[0] {
+                    if s.needs[0] && !alike.same_at[a] {
                         lane_partials(s.formula, s.k, 0, operands, &scalar_adj[a]);
                     }
-                    if s.needs[1] && s.formula.binary() {
+                    if s.needs[1] && s.formula.binary() && !alike.same_at[b] {
                         lane_partials(s.formula, s.k, 1, operands, &scalar_adj[b]);
                     }
                 }

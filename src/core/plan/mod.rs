@@ -30,6 +30,7 @@ mod compact;
 mod derived;
 mod lane_base;
 mod lanes;
+mod lane_uniform;
 mod values;
 pub use lane_base::LANES;
 pub use lanes::Lanes;
