@@ -3,9 +3,12 @@
 //! bindings: napi for Node (`binding`), the C ABI for WebAssembly (`wasm`).
 //! `batch` evaluates a plan at many points per call, on many threads.
 
+// Without a binding (the core's own `cargo test`) nothing calls into these.
+#[cfg_attr(not(any(feature = "node", target_arch = "wasm32")), allow(dead_code, unused_imports))]
 mod api;
 pub mod batch;
 pub mod core;
+#[cfg_attr(not(any(feature = "node", target_arch = "wasm32")), allow(dead_code, unused_imports))]
 mod workers;
 #[cfg(feature = "node")]
 mod binding;
