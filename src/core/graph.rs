@@ -10,6 +10,9 @@ use crate::fail;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+mod arena;
+use arena::{grow, ZeroTail};
+
 /// A multiply-rotate hash for the merge table: its keys are a few small
 /// integers, for which SipHash's flood resistance buys nothing and costs a
 /// visible share of recording an op.
@@ -83,22 +86,8 @@ pub struct Graph {
     merged: MergeTable,
     /// Record every op as a node of its own (only to test what merging changes).
     no_merging: bool,
-}
-
-/// Grow an arena by `len` zeros, refusing what cannot be allocated rather
-/// than aborting the process.
-fn grow(arena: &mut Vec<f64>, len: usize) -> Result<usize> {
-    let at = arena.len();
-    if len <= arena.capacity() - at {
-        // The common case on a reused arena: room already there.
-        arena.resize(at + len, 0.0);
-        return Ok(at);
-    }
-    if len > MAX_ELEMENTS || arena.try_reserve(len).is_err() {
-        return fail!("out of memory: cannot hold {len} more values");
-    }
-    arena.resize(at + len, 0.0);
-    Ok(at)
+    /// While a graph is being built over zeroed memory (`arena.rs`).
+    zero_tail: Option<ZeroTail>,
 }
 
 /// `parents` as a node holds them. One or two (most nodes) are copied by
@@ -218,6 +207,7 @@ impl Graph {
             aux: copy(&self.aux)?,
             merged: self.merged.clone(),
             no_merging: self.no_merging,
+            zero_tail: None,
         })
     }
 
@@ -229,7 +219,7 @@ impl Graph {
         for node in self.nodes.iter().filter(|n| n.op.is_leaf()) {
             values[node.range()].copy_from_slice(&self.values[node.range()]);
         }
-        Graph { nodes: self.nodes.clone(), values, aux: vec![0.0; self.aux.len()], merged: self.merged.clone(), ..*self }
+        Graph { nodes: self.nodes.clone(), values, aux: vec![0.0; self.aux.len()], merged: self.merged.clone(), zero_tail: None, ..*self }
     }
 
     /// Forget every node, keeping the arenas' capacity.
@@ -260,7 +250,7 @@ impl Graph {
         if self.nodes.len() >= u32::MAX as usize {
             return fail!("graph is full");
         }
-        let val = grow(&mut self.values, shape.size())?;
+        let val = self.grow_values(shape.size())?;
         let aux = grow(&mut self.aux, aux_len).inspect_err(|_| self.values.truncate(val))?;
         self.nodes.push(Node { op, parents: parents_of(parents), shape, val, aux, aux_len });
         Ok((self.nodes.len() - 1) as u32)
@@ -356,6 +346,9 @@ impl Graph {
         }
         let val = self.values.len();
         self.values.push(value);
+        if let Some(t) = &mut self.zero_tail {
+            t.extended(&self.values);
+        }
         let aux = self.aux.len();
         self.nodes.push(Node { op, parents: parents_of(parents), shape: Shape::Scalar, val, aux, aux_len: 0 });
         Ok(id as u32)

@@ -22,8 +22,12 @@ pub(super) fn compact(src: &Graph, roots: &[u32], params: &[u32], inputs: &[u32]
     for &id in params {
         role[id as usize] = Op::Leaf;
     }
-    let mut g = if passes.merge_identical { Graph::default() } else { Graph::without_merging() };
-    for old in post_order_all(&src.nodes, roots) {
+    let order = post_order_all(&src.nodes, roots);
+    // Every value in untouched zeroed memory: what a replay computes is
+    // written (and the pages made resident) by the replay, not here.
+    let room = order.iter().fold(0usize, |n, &id| n.saturating_add(src.nodes[id as usize].shape.size()));
+    let mut g = Graph::over_zeroed(room, passes.merge_identical);
+    for old in order {
         let node = &src.nodes[old as usize];
         let id = match node.op {
             Op::External => {
@@ -45,5 +49,6 @@ pub(super) fn compact(src: &Graph, roots: &[u32], params: &[u32], inputs: &[u32]
         };
         new_id[old as usize] = id;
     }
+    g.end_zeroed();
     Ok((g, new_id))
 }

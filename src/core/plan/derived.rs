@@ -46,7 +46,7 @@ impl Plan {
     /// Jacobian (and y itself for w), so a batch over rows replays a
     /// Jacobian on every core and in lanes where the ops allow.
     pub fn row_plan(&self) -> Result<Plan> {
-        let mut g = self.graph.try_clone()?;
+        let mut g = self.graph.skeleton()?;
         let slot_node = |s: &Slot, op: Op, g: &mut Graph| match s.node {
             Some(id) => Ok(id),
             None => g.leaf(op, s.shape, &[]),
@@ -76,7 +76,7 @@ impl Plan {
     /// inputs. With a scalar root, its gradient is H·v for the parameters
     /// and ∇f for the tangents: a Hessian-vector product.
     pub fn tangent_plan(&self) -> Result<Plan> {
-        let mut g = self.graph.try_clone()?;
+        let mut g = self.graph.skeleton()?;
         let leaf = |s: &Slot, op: Op, g: &mut Graph| match s.node {
             Some(id) => Ok(id),
             None => g.leaf(op, s.shape, &[]),

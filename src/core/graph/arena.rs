@@ -1,0 +1,172 @@
+//! Growing a graph's arenas, and building a graph over memory that is
+//! zeroed but not yet touched.
+//!
+//! Why: a derived plan (a Hessian's, a Jacobian's) is built from a copy of
+//! its plan's graph, then compacted into a second graph, and each append
+//! wrote its node's zeros. For a GP at n = 200 that was ~50 n×n values
+//! written before anything was computed, and on a VM where a page's first
+//! write costs 1–2 ms per MB, most of a first Hessian's building. A node's
+//! range taken from a `ZeroTail` is left as the system handed it over: zero,
+//! and resident only once a replay writes it.
+
+use super::Graph;
+use crate::core::error::Result;
+use crate::core::shape::MAX_ELEMENTS;
+use crate::fail;
+
+/// Grow an arena by `len` zeros, refusing what cannot be allocated rather
+/// than aborting the process.
+pub fn grow(arena: &mut Vec<f64>, len: usize) -> Result<usize> {
+    let at = arena.len();
+    if len <= arena.capacity() - at {
+        // The common case on a reused arena: room already there.
+        arena.resize(at + len, 0.0);
+        return Ok(at);
+    }
+    if len > MAX_ELEMENTS || arena.try_reserve(len).is_err() {
+        return fail!("out of memory: cannot hold {len} more values");
+    }
+    arena.resize(at + len, 0.0);
+    Ok(at)
+}
+
+/// An empty arena with room for `len` values, allocated zeroed, and the
+/// `ZeroTail` that knows it.
+pub fn zeroed(len: usize) -> Result<(Vec<f64>, ZeroTail)> {
+    let arena = if len == 0 {
+        Vec::new()
+    } else {
+        let Ok(layout) = std::alloc::Layout::array::<f64>(len) else {
+            return fail!("out of memory: cannot hold {len} more values");
+        };
+        // SAFETY: the layout's size is not zero.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<f64>();
+        if ptr.is_null() {
+            return fail!("out of memory: cannot hold {len} more values");
+        }
+        // SAFETY: allocated by the global allocator with the layout of `len`
+        // f64s, which is what a Vec of that capacity deallocates with.
+        unsafe { Vec::from_raw_parts(ptr, 0, len) }
+    };
+    let tail = ZeroTail { ptr: arena.as_ptr() as usize, cap: arena.capacity(), from: 0 };
+    Ok((arena, tail))
+}
+
+/// The part of an arena's spare capacity known to hold zeros: from `from`
+/// (the longest the arena has been since it was allocated zeroed) to its
+/// end, as long as it is the same allocation. Only `take` and `extended`
+/// may see the arena grow while a tail is kept: a graph keeps one only
+/// while it is being built (`compact`, a derived plan's skeleton).
+#[derive(Clone, Copy, Debug)]
+pub struct ZeroTail {
+    ptr: usize,
+    cap: usize,
+    from: usize,
+}
+
+impl ZeroTail {
+    /// Lengthen `arena` by `len` values taken from the zeroed tail, without
+    /// writing them; None where the tail cannot give them (another
+    /// allocation, a shorter arena than the tail's start, too little room).
+    pub fn take(&mut self, arena: &mut Vec<f64>, len: usize) -> Option<usize> {
+        let at = arena.len();
+        if self.ptr != arena.as_ptr() as usize || self.cap != arena.capacity() || at != self.from || len > self.cap - at {
+            return None;
+        }
+        // SAFETY: `arena[at..at + len]` lies in memory allocated zeroed
+        // (`zeroed`) that no length of the arena has covered since (`from` is
+        // the longest it has been), so nothing wrote it: initialized zeros.
+        unsafe { arena.set_len(at + len) };
+        self.from = at + len;
+        Some(at)
+    }
+
+    /// Record that `arena` was lengthened some other way (written).
+    pub fn extended(&mut self, arena: &[f64]) {
+        self.from = self.from.max(arena.len());
+    }
+}
+
+/// Room a derived plan's skeleton keeps for the nodes recorded on it, per
+/// value of the plan's (a GP's Hessian recorded 3.2 more). WebAssembly
+/// has no lazily zeroed pages, and its memory never shrinks: none there.
+const SKELETON_ROOM: usize = if cfg!(target_arch = "wasm32") { 0 } else { 4 };
+
+impl Graph {
+    /// `grow` of the values arena, from the zeroed tail while it has one.
+    pub(super) fn grow_values(&mut self, len: usize) -> Result<usize> {
+        if let Some(at) = self.zero_tail.as_mut().and_then(|t| t.take(&mut self.values, len)) {
+            return Ok(at);
+        }
+        let at = grow(&mut self.values, len)?;
+        if let Some(t) = &mut self.zero_tail {
+            t.extended(&self.values);
+        }
+        Ok(at)
+    }
+
+    /// An empty graph to build on (merging identical nodes or not) whose
+    /// values arena has room for `len` values of zeroed, untouched memory;
+    /// where that much cannot be had at once, an arena that grows as any.
+    pub fn over_zeroed(len: usize, merging: bool) -> Graph {
+        let mut g = Graph { no_merging: !merging, ..Graph::default() };
+        if let Ok((values, tail)) = zeroed(len) {
+            (g.values, g.zero_tail) = (values, Some(tail));
+        }
+        g
+    }
+
+    /// A copy of this graph to record a derived plan on: its nodes, merge
+    /// table and leaves' values (parameters, inputs, constants), every
+    /// other value zero and untouched, and `SKELETON_ROOM` times as much
+    /// room the same way. What the derived plan reads of it is its leaves.
+    pub fn skeleton(&self) -> Result<Graph> {
+        let len = self.values.len();
+        let merging = !self.no_merging;
+        let mut g = Graph::over_zeroed(len.saturating_mul(1 + SKELETON_ROOM), merging);
+        if g.zero_tail.is_none() {
+            g = Graph::over_zeroed(len, merging);
+        }
+        if g.nodes.try_reserve_exact(self.nodes.len()).is_err() {
+            return fail!("out of memory: cannot hold {} more nodes", self.nodes.len());
+        }
+        g.nodes.extend_from_slice(&self.nodes);
+        g.grow_values(len)?;
+        grow(&mut g.aux, self.aux.len())?;
+        for node in self.nodes.iter().filter(|n| n.op.is_leaf()) {
+            g.values[node.range()].copy_from_slice(&self.values[node.range()]);
+        }
+        g.merged = self.merged.clone();
+        Ok(g)
+    }
+
+    /// The graph is built: from here its arena grows as any does.
+    pub fn end_zeroed(&mut self) {
+        self.zero_tail = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_gives_zeros_and_never_memory_that_was_written() {
+        let (mut a, mut tail) = zeroed(16).unwrap();
+        assert_eq!(tail.take(&mut a, 4), Some(0));
+        a[..4].fill(7.0);
+        // Written, then cut back: that range is no longer known zero.
+        a.truncate(2);
+        assert_eq!(tail.take(&mut a, 2), None);
+        grow(&mut a, 3).unwrap();
+        tail.extended(&a);
+        a[2..5].fill(9.0);
+        assert_eq!(tail.take(&mut a, 6), Some(5));
+        assert!(a[5..11].iter().all(|&x| x == 0.0));
+        assert_eq!(tail.take(&mut a, 6), None, "past the allocation");
+        // Another allocation: the tail does not follow it.
+        grow(&mut a, 100).unwrap();
+        a.truncate(11);
+        assert_eq!(tail.take(&mut a, 1), None);
+    }
+}
