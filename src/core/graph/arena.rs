@@ -169,4 +169,20 @@ mod tests {
         a.truncate(11);
         assert_eq!(tail.take(&mut a, 1), None);
     }
+
+    #[test]
+    fn a_failed_op_over_the_tail_leaves_no_value_behind() {
+        use crate::core::op::Op;
+        use crate::core::shape::Shape;
+        let mut g = Graph::over_zeroed(64, true);
+        // Not positive definite: the factorization writes part of its
+        // value, fails, and the graph gives the range back.
+        let a = g.leaf(Op::Const, Shape::Matrix(2, 2), &[4.0, 2.0, 2.0, -9.0]).unwrap();
+        assert!(g.op(Op::Cholesky, &[a], true).is_err());
+        let b = g.leaf(Op::Leaf, Shape::Matrix(2, 2), &[]).unwrap();
+        assert!(g.value(b).unwrap().iter().all(|&x| x == 0.0));
+        let c = g.op(Op::Exp, &[b], false).unwrap();
+        assert!(g.value(c).unwrap().iter().all(|&x| x == 0.0));
+        assert!(g.zero_tail.is_some_and(|t| t.from == g.values.len()));
+    }
 }
