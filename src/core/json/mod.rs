@@ -32,6 +32,7 @@ use super::error::{Error, Result};
 use super::graph::Graph;
 use super::op::Op;
 use super::plan::{Passes, Plan, SlotNames};
+use super::shape::Shape;
 use crate::fail;
 use check::{check, Checked};
 use messages::{invalid_json, show};
@@ -107,7 +108,9 @@ fn plan_from_doc(doc: PlanDoc, passes: Passes) -> Result<Plan> {
 fn build(checked: Vec<Checked>, root: usize, map: bool, passes: Passes) -> Result<Plan> {
     let mut names = SlotNames { map, params: Vec::new(), inputs: Vec::new() };
     let n = checked.len();
-    let mut graph = if passes.merge_identical { Graph::default() } else { Graph::without_merging() };
+    // Every value in zeroed memory a replay writes first (graph/arena.rs):
+    // what the plan lays out elsewhere, or a later compaction drops, is never touched.
+    let mut graph = Graph::over_zeroed(values_room(&checked), passes.merge_identical);
     // Graph id of each JSON node.
     let mut ids: Vec<u32> = vec![u32::MAX; n];
     // Whether a JSON node is computed from constants only (then it is
@@ -156,9 +159,31 @@ fn build(checked: Vec<Checked>, root: usize, map: bool, passes: Passes) -> Resul
         };
         ids[i] = id;
     }
+    graph.end_zeroed();
     let mut plan = Plan::adopt(graph, ids[root], &params, &inputs, passes).map_err(|e| Error(format!("compileFromJSON: {e}")))?;
     plan.names = Some(names);
     Ok(plan)
+}
+
+/// The values the checked nodes hold together (merged ones aside).
+fn values_room(checked: &[Checked]) -> usize {
+    let mut shapes: Vec<Shape> = Vec::with_capacity(checked.len());
+    let mut room = 0usize;
+    for c in checked {
+        let (shape, own) = match c {
+            Checked::Param(s, _) | Checked::Input(s, _) | Checked::Const(s, _) => (*s, true),
+            Checked::Op(op, parents) => {
+                let of: smallvec::SmallVec<[Shape; 2]> = parents.iter().map(|&p| shapes[p as usize]).collect();
+                (op.infer(&of).unwrap_or(Shape::Scalar), true)
+            }
+            Checked::Merged(same) => (shapes[*same as usize], false),
+        };
+        if own {
+            room = room.saturating_add(shape.checked_size().unwrap_or(0));
+        }
+        shapes.push(shape);
+    }
+    room
 }
 
 #[cfg(test)]
