@@ -190,36 +190,21 @@ impl Graph {
         Graph { no_merging: true, ..Graph::default() }
     }
 
-    /// A copy, or an Error where `clone` would abort the process: a plan
-    /// from untrusted JSON may declare arenas near the cap on values.
-    pub fn try_clone(&self) -> Result<Graph> {
-        fn copy<T: Clone>(v: &[T]) -> Result<Vec<T>> {
-            let mut out = Vec::new();
-            if out.try_reserve_exact(v.len()).is_err() {
-                return fail!("out of memory: cannot hold {} more values", v.len());
-            }
-            out.extend_from_slice(v);
-            Ok(out)
-        }
-        Ok(Graph {
-            nodes: copy(&self.nodes)?,
-            values: copy(&self.values)?,
-            aux: copy(&self.aux)?,
-            merged: self.merged.clone(),
-            no_merging: self.no_merging,
-            zero_tail: None,
-        })
-    }
-
     /// A copy whose leaves (parameters, inputs, constants) hold their
     /// values and whose other values and scratch are zeroed: a plan's
     /// replica, which recomputes them (`Plan`'s `Clone`).
     pub fn replica(&self) -> Graph {
         let mut values = vec![0.0; self.values.len()];
+        self.copy_leaf_values(&mut values);
+        Graph { nodes: self.nodes.clone(), values, aux: vec![0.0; self.aux.len()], merged: self.merged.clone(), zero_tail: None, ..*self }
+    }
+
+    /// Write the leaves' values (parameters, inputs, constants) into
+    /// `values`, an arena laid out like this one's.
+    fn copy_leaf_values(&self, values: &mut [f64]) {
         for node in self.nodes.iter().filter(|n| n.op.is_leaf()) {
             values[node.range()].copy_from_slice(&self.values[node.range()]);
         }
-        Graph { nodes: self.nodes.clone(), values, aux: vec![0.0; self.aux.len()], merged: self.merged.clone(), zero_tail: None, ..*self }
     }
 
     /// Forget every node, keeping the arenas' capacity.

@@ -127,15 +127,15 @@ impl Graph {
         if g.zero_tail.is_none() {
             g = Graph::over_zeroed(len, merging);
         }
+        // Refused, not aborted, where it cannot be had: a plan from
+        // untrusted JSON may declare arenas near the cap on values.
         if g.nodes.try_reserve_exact(self.nodes.len()).is_err() {
             return fail!("out of memory: cannot hold {} more nodes", self.nodes.len());
         }
         g.nodes.extend_from_slice(&self.nodes);
         g.grow_values(len)?;
         grow(&mut g.aux, self.aux.len())?;
-        for node in self.nodes.iter().filter(|n| n.op.is_leaf()) {
-            g.values[node.range()].copy_from_slice(&self.values[node.range()]);
-        }
+        self.copy_leaf_values(&mut g.values);
         g.merged = self.merged.clone();
         Ok(g)
     }
