@@ -8,6 +8,7 @@
 
 use criterion::{black_box, criterion_group, Criterion};
 use std::time::Instant;
+use tangent_grad::batch::{units, Pool, Replicas};
 use tangent_grad::core::graph::Graph;
 use tangent_grad::core::op::Op;
 use tangent_grad::core::plan::Plan;
@@ -150,6 +151,31 @@ fn check(plan: &mut Plan, x: &[f64], y: &[f64]) {
     }
 }
 
+/// Rows H·eⱼ against the closed form (w = (intercept, beta), x̃ᵢ = (1, xᵢ),
+/// rᵢ = yᵢ − x̃ᵢ·w): ∂²/∂w∂w = −X̃ᵀX̃/σ², ∂²/∂w∂logSigma = −2Σrᵢx̃ᵢ/σ²,
+/// ∂²/∂logSigma² = −2Σrᵢ²/σ².
+fn check_hessian(rows: &[f64], x: &[f64], y: &[f64]) {
+    let (intercept, beta, log_sigma) = regression_params();
+    let (q, s2) = (P + 2, (2.0 * log_sigma).exp());
+    let mut h = vec![0.0; q * q];
+    for (row, &yi) in x.chunks_exact(P).zip(y) {
+        let xt: Vec<f64> = std::iter::once(1.0).chain(row.iter().copied()).collect();
+        let r = yi - intercept - row.iter().zip(&beta).map(|(a, b)| a * b).sum::<f64>();
+        for a in 0..=P {
+            for b in 0..=P {
+                h[a * q + b] -= xt[a] * xt[b] / s2;
+            }
+            h[a * q + P + 1] -= 2.0 * r * xt[a] / s2;
+            h[(P + 1) * q + a] -= 2.0 * r * xt[a] / s2;
+        }
+        h[q * q - 1] -= 2.0 * r * r / s2;
+    }
+    let scale = h.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (i, (a, b)) in rows.iter().zip(&h).enumerate() {
+        assert!((a - b).abs() <= 1e-12 * scale, "Hessian[{i}]: plan {a} vs closed form {b}");
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let (x, y) = regression_data();
     let mut plan = regression_plan(&x, &y);
@@ -163,6 +189,22 @@ fn bench(c: &mut Criterion) {
     group.bench_function("hand-written", |b| {
         b.iter(|| black_box(hand(&x, &y, black_box(intercept), black_box(&beta), black_box(log_sigma), &mut grad)))
     });
+    group.finish();
+
+    // The 15×15 Hessian as `c.hessian` computes it: the tangent plan's
+    // gradients at (x, eⱼ), in lanes, on one thread and on a pool.
+    let tangent = plan.tangent_plan().expect("tangent plan");
+    let mut own = tangent.clone();
+    let pool = Pool::new(&tangent);
+    let point: Vec<f64> = std::iter::once(intercept).chain(beta.iter().copied()).chain([log_sigma]).collect();
+    let mut rows = vec![0.0; (P + 2) * (P + 2)];
+    units(Replicas::Pool(&pool), &point, &[], &mut rows, &mut [], &mut []).expect("units");
+    check_hessian(&rows, &x, &y);
+    let mut group = c.benchmark_group("regression Hessian");
+    group.bench_function("one thread", |b| {
+        b.iter(|| units(Replicas::Own(&mut own), black_box(&point), &[], &mut rows, &mut [], &mut []).expect("units"))
+    });
+    group.bench_function("pool", |b| b.iter(|| units(Replicas::Pool(&pool), black_box(&point), &[], &mut rows, &mut [], &mut []).expect("units")));
     group.finish();
 }
 
@@ -195,7 +237,8 @@ fn median_ns(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let test_mode = std::env::args().any(|a| a == "--test" || a == "--list");
+    // Under `--test`, `--list` or a filter, no ratio line.
+    let test_mode = std::env::args().skip(1).any(|a| a == "--test" || a == "--list" || !a.starts_with('-'));
     benches();
     criterion::Criterion::default().configure_from_args().final_summary();
     if test_mode {

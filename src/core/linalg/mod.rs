@@ -201,6 +201,37 @@ fn dot4(rows: [&[f64]; 4], c: &[f64]) -> [f64; 4] {
 // In-place triangular solves (the building blocks of every solve below)
 // ---------------------------------------------------------------------------
 
+/// How many columns of a right-hand side the solves below carry in
+/// registers at once: four two-lane vectors (WebAssembly's `v128`, SSE2).
+const BLOCK: usize = 8;
+
+/// `y -= Σ c·x` over `terms` (c, x) in their order, each term added as
+/// `axpy(y, -c, x)` adds it: every entry of `y` takes the same operations
+/// in the same order, so the bits are those of one `axpy` after another.
+/// But `BLOCK` entries of `y` stay in registers through all the terms,
+/// rather than going to memory and back once per term (a 200×200 solve
+/// with 200 right-hand sides: ~2× faster under WebAssembly).
+#[inline(always)]
+fn sub_terms<'a>(y: &mut [f64], terms: impl Iterator<Item = (f64, &'a [f64])> + Clone) {
+    let k = y.len();
+    let body = k - k % BLOCK;
+    for j in (0..body).step_by(BLOCK) {
+        let mut acc: [f64; BLOCK] = y[j..j + BLOCK].try_into().unwrap();
+        for (c, x) in terms.clone() {
+            let (s, x): (f64, &[f64; BLOCK]) = (-c, x[j..j + BLOCK].try_into().unwrap());
+            for q in 0..BLOCK {
+                acc[q] += s * x[q];
+            }
+        }
+        y[j..j + BLOCK].copy_from_slice(&acc);
+    }
+    if body < k {
+        for (c, x) in terms {
+            axpy(&mut y[body..], -c, &x[body..k]);
+        }
+    }
+}
+
 /// Solve T Y = X in place (X n×k), T lower triangular (unit diagonal if
 /// `unit`). Reads only T's strict lower triangle (and its diagonal unless
 /// `unit`). Row-oriented forward substitution.
@@ -219,9 +250,7 @@ fn solve_lower_in_place(t: &[f64], n: usize, unit: bool, x: &mut [f64], k: usize
     for i in 0..n {
         let (done, rest) = x.split_at_mut(i * k);
         let xi = &mut rest[..k];
-        for (p, xp) in done.chunks_exact(k).enumerate() {
-            axpy(xi, -t[i * n + p], xp);
-        }
+        sub_terms(xi, t[i * n..i * n + i].iter().copied().zip(done.chunks_exact(k)));
         if !unit {
             let d = t[i * n + i];
             for v in xi.iter_mut() {
@@ -249,10 +278,7 @@ fn solve_upper_in_place(t: &[f64], n: usize, unit: bool, x: &mut [f64], k: usize
     for i in (0..n).rev() {
         let (head, done) = x.split_at_mut((i + 1) * k);
         let xi = &mut head[i * k..];
-        let trow = &t[i * n + i + 1..i * n + n];
-        for (&tip, xp) in trow.iter().zip(done.chunks_exact(k)) {
-            axpy(xi, -tip, xp);
-        }
+        sub_terms(xi, t[i * n + i + 1..i * n + n].iter().copied().zip(done.chunks_exact(k)));
         if !unit {
             let d = t[i * n + i];
             for v in xi.iter_mut() {
@@ -262,8 +288,10 @@ fn solve_upper_in_place(t: &[f64], n: usize, unit: bool, x: &mut [f64], k: usize
     }
 }
 
-/// Solve Tᵀ Y = X in place, T lower triangular (so Tᵀ is upper).
-/// Column-oriented back substitution that walks the rows of T (contiguous).
+/// Solve Tᵀ Y = X in place, T lower triangular (so Tᵀ is upper): back
+/// substitution, row i of Y taking the terms of rows n−1 down to i+1 (T's
+/// column i, read down from the bottom), in the order a column-oriented
+/// substitution adds them.
 fn solve_lower_transposed_in_place(t: &[f64], n: usize, x: &mut [f64], k: usize) {
     if k == 0 {
         return;
@@ -276,22 +304,20 @@ fn solve_lower_transposed_in_place(t: &[f64], n: usize, x: &mut [f64], k: usize)
         }
         return;
     }
-    for p in (0..n).rev() {
-        let (head, rest) = x.split_at_mut(p * k);
-        let yp = &mut rest[..k];
-        let d = t[p * n + p];
-        for v in yp.iter_mut() {
+    for i in (0..n).rev() {
+        let (head, done) = x.split_at_mut((i + 1) * k);
+        let yi = &mut head[i * k..];
+        sub_terms(yi, (i + 1..n).rev().map(|p| (t[p * n + i], &done[(p - i - 1) * k..(p - i) * k])));
+        let d = t[i * n + i];
+        for v in yi.iter_mut() {
             *v /= d;
-        }
-        let trow = &t[p * n..p * n + p];
-        for (&tpi, yi) in trow.iter().zip(head.chunks_exact_mut(k)) {
-            axpy(yi, -tpi, yp);
         }
     }
 }
 
-/// Solve Tᵀ Y = X in place, T upper triangular (so Tᵀ is lower).
-/// Column-oriented forward substitution that walks the rows of T.
+/// Solve Tᵀ Y = X in place, T upper triangular (so Tᵀ is lower): forward
+/// substitution, row i of Y taking the terms of rows 0 to i−1 (T's column
+/// i), in the order a column-oriented substitution adds them.
 fn solve_upper_transposed_in_place(t: &[f64], n: usize, x: &mut [f64], k: usize) {
     if k == 0 {
         return;
@@ -304,20 +330,16 @@ fn solve_upper_transposed_in_place(t: &[f64], n: usize, x: &mut [f64], k: usize)
         }
         return;
     }
-    for p in 0..n {
-        let (head, tail) = x.split_at_mut((p + 1) * k);
-        let yp = &mut head[p * k..];
-        let d = t[p * n + p];
-        for v in yp.iter_mut() {
+    for i in 0..n {
+        let (done, rest) = x.split_at_mut(i * k);
+        let yi = &mut rest[..k];
+        sub_terms(yi, (0..i).map(|p| (t[p * n + i], &done[p * k..(p + 1) * k])));
+        let d = t[i * n + i];
+        for v in yi.iter_mut() {
             *v /= d;
-        }
-        let trow = &t[p * n + p + 1..p * n + n];
-        for (&tpi, yi) in trow.iter().zip(tail.chunks_exact_mut(k)) {
-            axpy(yi, -tpi, yp);
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests;

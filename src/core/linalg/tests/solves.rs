@@ -314,3 +314,85 @@ fn sub_outer_accumulates() {
     sub_outer(2, &[1.0, 2.0], &[3.0, 4.0], 1, &mut abar1);
     assert_eq!(abar1, [-3.0, -4.0, -6.0, -8.0]);
 }
+
+fn bits(x: &[f64]) -> Vec<u64> {
+    x.iter().map(|v| v.to_bits()).collect()
+}
+
+/// The in-place solves with several right-hand sides, whose entries are
+/// carried in registers a block at a time, give the bits of the plain
+/// substitutions: one `axpy` per term, row after row (or, transposed,
+/// column after column), at widths below, at and past a block.
+#[test]
+fn blocked_solves_match_term_by_term_substitution() {
+    fn lower(t: &[f64], n: usize, unit: bool, x: &mut [f64], k: usize) {
+        for i in 0..n {
+            for p in 0..i {
+                let (done, rest) = x.split_at_mut(i * k);
+                axpy(&mut rest[..k], -t[i * n + p], &done[p * k..(p + 1) * k]);
+            }
+            if !unit {
+                x[i * k..(i + 1) * k].iter_mut().for_each(|v| *v /= t[i * n + i]);
+            }
+        }
+    }
+    fn upper(t: &[f64], n: usize, unit: bool, x: &mut [f64], k: usize) {
+        for i in (0..n).rev() {
+            for p in i + 1..n {
+                let (head, done) = x.split_at_mut((i + 1) * k);
+                axpy(&mut head[i * k..], -t[i * n + p], &done[(p - i - 1) * k..(p - i) * k]);
+            }
+            if !unit {
+                x[i * k..(i + 1) * k].iter_mut().for_each(|v| *v /= t[i * n + i]);
+            }
+        }
+    }
+    fn lower_transposed(t: &[f64], n: usize, x: &mut [f64], k: usize) {
+        for p in (0..n).rev() {
+            x[p * k..(p + 1) * k].iter_mut().for_each(|v| *v /= t[p * n + p]);
+            for i in 0..p {
+                let (head, rest) = x.split_at_mut(p * k);
+                axpy(&mut head[i * k..(i + 1) * k], -t[p * n + i], &rest[..k]);
+            }
+        }
+    }
+    fn upper_transposed(t: &[f64], n: usize, x: &mut [f64], k: usize) {
+        for p in 0..n {
+            x[p * k..(p + 1) * k].iter_mut().for_each(|v| *v /= t[p * n + p]);
+            for i in p + 1..n {
+                let (head, rest) = x.split_at_mut(i * k);
+                axpy(&mut rest[..k], -t[p * n + i], &head[p * k..(p + 1) * k]);
+            }
+        }
+    }
+    let mut rng = Lcg(5);
+    for n in [1usize, 2, 9, 23] {
+        for k in [2usize, 3, 7, 8, 9, 16, 21] {
+            for up in [false, true] {
+                let t = random_triangular(n, !up, &mut rng);
+                let b = rng.fill(n * k);
+                for unit in [false, true] {
+                    let (mut got, mut want) = (b.clone(), b.clone());
+                    if up {
+                        solve_upper_in_place(&t, n, unit, &mut got, k);
+                        upper(&t, n, unit, &mut want, k);
+                    } else {
+                        solve_lower_in_place(&t, n, unit, &mut got, k);
+                        lower(&t, n, unit, &mut want, k);
+                    }
+                    assert_eq!(bits(&got), bits(&want), "n = {n}, k = {k}, upper = {up}, unit = {unit}");
+                }
+                let (mut got, mut want) = (b.clone(), b.clone());
+                if up {
+                    solve_upper_transposed_in_place(&t, n, &mut got, k);
+                    upper_transposed(&t, n, &mut want, k);
+                } else {
+                    solve_lower_transposed_in_place(&t, n, &mut got, k);
+                    lower_transposed(&t, n, &mut want, k);
+                }
+                assert_eq!(bits(&got), bits(&want), "transposed: n = {n}, k = {k}, upper = {up}");
+            }
+        }
+    }
+}
+
