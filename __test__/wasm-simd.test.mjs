@@ -147,6 +147,26 @@ if (process.argv[2] === '--child') {
   process.stdout.write(JSON.stringify(computations(G, models)), () => process.exit(0));
 }
 
+// The shipped module's own `exp` (src/core/math/host_exp.rs) against this
+// engine's Math.exp: the inputs where they differ, as text.
+if (process.argv[2] === '--exp') {
+  const { install } = await import('../src/js/binding.js');
+  const { loadWasm } = await import('../src/js/wasm.js');
+  const G = await import('../src/js/api.js');
+  install(loadWasm());
+  let s = 0x9e3779b9;
+  const rand = () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+  const xs = [1, -1, 0, -0, 0.5 * Math.LN2, -0.5 * Math.LN2, 1.5 * Math.LN2, 2 ** -28, -(2 ** -28), 2 ** -29, 5e-324];
+  xs.push(709.78, 709.782712893384, 709.8, -708.3, -708.4, -720, -745.1332191019411, -746, Infinity, -Infinity, NaN);
+  for (let i = 0; i < 200_000; i++) {
+    const u = rand();
+    xs.push([-750 + 1460 * u, -3 + 6 * u, (u - 0.5) * 1e-7, (u - 0.5) * 60][i % 4]);
+  }
+  const got = G.exp(G.tensor(Float64Array.from(xs), [xs.length])).value.data;
+  const differ = xs.filter((x, i) => !Object.is(got[i], Math.exp(x))).slice(0, 5);
+  process.stdout.write(JSON.stringify({ count: xs.length, differ: differ.map(String) }), () => process.exit(0));
+}
+
 // ---------------------------------------------------------------- the test (parent)
 
 /** Build both modules (npm/build-wasm.mjs --modules): their paths. */
@@ -162,9 +182,19 @@ function run(path) {
   return JSON.parse(r.stdout);
 }
 
-// Only the parent tests: a child that registered the test too would spawn a
+// Only the parent tests: a child that registered the tests too would spawn a
 // child of its own, and so on without end.
-if (process.argv[2] !== '--child') test('the SIMD module gives the scalar build\'s bits, and is the module the package ships', { timeout: 900_000 }, () => {
+const parent = process.argv[2] !== '--child' && process.argv[2] !== '--exp';
+
+if (parent) test('the WebAssembly core computes exp as Math.exp does, bit for bit', () => {
+  const r = spawnSync(process.execPath, [self, '--exp'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const { count, differ } = JSON.parse(r.stdout);
+  assert.ok(count > 200_000, `only ${count} inputs`);
+  assert.deepEqual(differ, [], `exp differs from Math.exp at ${differ.join(', ')}`);
+});
+
+if (parent) test('the SIMD module gives the scalar build\'s bits, and is the module the package ships', { timeout: 900_000 }, () => {
   const { simd, scalar } = buildModules();
   const simdBytes = readFileSync(simd);
   const scalarBytes = readFileSync(scalar);

@@ -16,7 +16,6 @@ function wasmBytes() {
 const SLOTS = 4;
 /** The elementary functions the core takes from its host (src/core/math.rs). */
 const MATH = {
-  js_exp: Math.exp,
   js_log: Math.log,
   js_log1p: Math.log1p,
   js_sin: Math.sin,

@@ -9,6 +9,7 @@ pub mod scalar;
 use super::error::Result;
 use super::fastmath;
 use super::linalg;
+use super::math;
 use super::op::{broadcast, Broadcast, Op};
 use super::widest::widest;
 use super::shape::Shape;
@@ -98,7 +99,8 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         }
         // Blocked, for speed on long arrays; element by element the same bits as scalar::value.
         Op::Tanh => fastmath::tanh_slice(v(0), out),
-        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
+        Op::Exp => math::exp_slice(v(0), out),
+        Op::Neg | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
             elementwise_values(op, Broadcast::Same, v(0), v(0), out)
         }
         Op::Sum => out[0] = matrix::sum(v(0)),
