@@ -14,8 +14,10 @@
 //! Values and adjoints are one arena of cells, each where `Layout` puts
 //! it: an elementwise step may write the very lanes it reads (lanes.rs).
 //!
-//! Native only: a WebAssembly batch runs on one thread with no wide vector
-//! registers to gain, and these kernels would add ~110 KiB to its module.
+//! Native only. Built into the `simd128` WebAssembly module (2026-12-03)
+//! they added 233 KB (39 KB gzipped, a sixth more to download) for a
+//! regression Hessian 258 → 188 µs and a 256-point batch 2.63 → 2.35 ms,
+//! with the reaction–diffusion Jacobian and the mlp's H·v unchanged.
 
 use super::super::graph::Node;
 use super::super::kernels::scalar::{self, with_constant_formula, Formula};
@@ -266,6 +268,10 @@ fn one_per_lane(x: &[Cell<Lane>]) -> Option<([usize; LANES], Lane)> {
     let (mut at, mut c) = ([usize::MAX; LANES], [0.0; LANES]);
     for (j, xj) in x.iter().enumerate() {
         let xj = xj.get();
+        // Most elements are zero in every lane: one vector comparison each.
+        if !xj.iter().fold(false, |any, &v| any | (v != 0.0)) {
+            continue;
+        }
         for l in 0..LANES {
             // (A NaN is not zero.)
             if xj[l] != 0.0 {
