@@ -141,6 +141,14 @@ mod tests {
         (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs()
     }
 
+    /// The next of a xorshift sequence, as a number in [0, 1).
+    fn unit(s: &mut u64) -> f64 {
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        (*s >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     /// Within an ulp of the system's exp across the range (both are
     /// faithful; they may round differently), and the edges as `Math.exp`
     /// has them. Bit-for-bit agreement with `Math.exp` is checked in
@@ -149,10 +157,7 @@ mod tests {
     fn within_an_ulp_of_libm_and_the_edges_right() {
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
         for i in 0..200_000 {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let u = (s >> 11) as f64 / (1u64 << 53) as f64;
+            let u = unit(&mut s);
             let x = match i % 3 {
                 0 => -745.0 + 1455.0 * u,
                 1 => -2.0 + 4.0 * u,
@@ -182,10 +187,7 @@ mod tests {
         xs.extend([-745.2, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1.0 + f64::EPSILON, 1.0 - f64::EPSILON / 2.0]);
         let mut s = 0x2545_f491_4f6c_dd1du64;
         for i in 0..100_000 {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let u = (s >> 11) as f64 / (1u64 << 53) as f64;
+            let u = unit(&mut s);
             xs.push([-750.0 + 1460.0 * u, -3.0 + 6.0 * u, (u - 0.5) * 1e-7, (u - 0.5) * 60.0][i % 4]);
         }
         for from in [0, 1, 5] {
