@@ -209,8 +209,8 @@ const BLOCK: usize = 8;
 /// `axpy(y, -c, x)` adds it: every entry of `y` takes the same operations
 /// in the same order, so the bits are those of one `axpy` after another.
 /// But `BLOCK` entries of `y` stay in registers through all the terms,
-/// rather than going to memory and back once per term (a 200×200 solve
-/// with 200 right-hand sides: ~2× faster under WebAssembly).
+/// rather than going to memory and back once per term (a 200×200 lower
+/// solve with 200 right-hand sides, natively: 1.15 → 0.74 ms).
 #[inline(always)]
 fn sub_terms<'a>(y: &mut [f64], terms: impl Iterator<Item = (f64, &'a [f64])> + Clone) {
     let k = y.len();
@@ -290,7 +290,7 @@ fn solve_upper_in_place(t: &[f64], n: usize, unit: bool, x: &mut [f64], k: usize
 
 /// Solve Tᵀ Y = X in place, T lower triangular (so Tᵀ is upper): back
 /// substitution, row i of Y taking the terms of rows n−1 down to i+1 (T's
-/// column i, read down from the bottom), in the order a column-oriented
+/// column i, read from the bottom up), in the order a column-oriented
 /// substitution adds them.
 fn solve_lower_transposed_in_place(t: &[f64], n: usize, x: &mut [f64], k: usize) {
     if k == 0 {
