@@ -46,13 +46,13 @@ mod platform {
         fn js_cos(x: f64) -> f64;
         fn js_pow(x: f64, k: f64) -> f64;
     }
-    // SAFETY (all): pure functions of their arguments, supplied by src/js/wasm.js.
     pub fn exp(x: f64) -> f64 {
         super::host_exp::exp(x)
     }
     pub fn exp_slice(a: &[f64], out: &mut [f64]) {
         super::host_exp::exp_slice(a, out)
     }
+    // SAFETY (all below): pure functions of their arguments, supplied by src/js/wasm.js.
     pub fn ln(x: f64) -> f64 {
         unsafe { js_log(x) }
     }

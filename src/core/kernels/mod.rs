@@ -99,6 +99,7 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         }
         // Blocked, for speed on long arrays; element by element the same bits as scalar::value.
         Op::Tanh => fastmath::tanh_slice(v(0), out),
+        // Under WebAssembly blocked too (math/host_exp.rs); natively libm's, element by element.
         Op::Exp => math::exp_slice(v(0), out),
         Op::Neg | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
             elementwise_values(op, Broadcast::Same, v(0), v(0), out)
@@ -173,7 +174,7 @@ fn elementwise_values(op: Op, bc: Broadcast, a: &[f64], b: &[f64], out: &mut [f6
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => {
             for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| ew::binary(bc, a, b, out, |x, y| scalar::value(O, 0.0, x, y)))
         }
-        op => for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Sigmoid, Relu, Lgamma, Digamma], |O| ew::unary(a, out, |x| scalar::value(O, 0.0, x, 0.0))),
+        op => for_each_op!(op, [Neg, Log, Sqrt, Square, Sigmoid, Relu, Lgamma, Digamma], |O| ew::unary(a, out, |x| scalar::value(O, 0.0, x, 0.0))),
     }
 }
 }
