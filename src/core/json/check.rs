@@ -62,8 +62,10 @@ pub fn unknown_op<T>(name: &str) -> Result<T> {
 }
 
 /// Check every node of a plan, in order; `map` tells whether parameters are
-/// read from a {name: value} map.
-pub fn check(nodes: Vec<Field<Node>>, version: u32, map: bool, passes: Passes) -> Result<Vec<Checked>> {
+/// read from a {name: value} map. With the checked nodes, the values they
+/// hold together (merged ones aside, scratch aside): the room the build
+/// lays its graph over.
+pub fn check(nodes: Vec<Field<Node>>, version: u32, map: bool, passes: Passes) -> Result<(Vec<Checked>, usize)> {
     let n = nodes.len();
     let mut checked: Vec<Checked> = Vec::with_capacity(n);
     let mut shape_of: Vec<Shape> = Vec::with_capacity(n);
@@ -74,6 +76,7 @@ pub fn check(nodes: Vec<Field<Node>>, version: u32, map: bool, passes: Passes) -
     let mut input_names: HashSet<String> = HashSet::new();
     let mut n_params = 0usize;
     let mut total = 0usize;
+    let mut values = 0usize;
     let mut shapes: Vec<Shape> = Vec::new();
 
     for (i, node) in nodes.into_iter().enumerate() {
@@ -215,6 +218,7 @@ pub fn check(nodes: Vec<Field<Node>>, version: u32, map: bool, passes: Passes) -
             Node::Unknown { .. } => unreachable!("refused above"),
         };
         total += size;
+        values += shape.size();
         checked.push(node_checked);
         shape_of.push(shape);
         canon.push(i as u32);
@@ -222,7 +226,7 @@ pub fn check(nodes: Vec<Field<Node>>, version: u32, map: bool, passes: Passes) -
     if !map && n_params == 0 {
         return fail!("compileFromJSON: a plan with input \"single\" needs one param node");
     }
-    Ok(checked)
+    Ok((checked, values))
 }
 
 fn read_shape(cx: &Ctx, v: &Field<Numbers>) -> Result<Shape> {

@@ -32,7 +32,6 @@ use super::error::{Error, Result};
 use super::graph::Graph;
 use super::op::Op;
 use super::plan::{Passes, Plan, SlotNames};
-use super::shape::Shape;
 use crate::fail;
 use check::{check, Checked};
 use messages::{invalid_json, show};
@@ -99,18 +98,18 @@ fn plan_from_doc(doc: PlanDoc, passes: Passes) -> Result<Plan> {
     };
     // The typed nodes are consumed by the check: what pass 2 needs is owned
     // by `checked`, and the rest is freed before any value is allocated.
-    let checked = check(nodes, version, map, passes)?;
-    build(checked, root, map, passes)
+    let (checked, values) = check(nodes, version, map, passes)?;
+    build(checked, values, root, map, passes)
 }
 
 /// Pass 2: build the graph and compact it into a plan. Only evaluating
 /// constants can still fail.
-fn build(checked: Vec<Checked>, root: usize, map: bool, passes: Passes) -> Result<Plan> {
+fn build(checked: Vec<Checked>, values: usize, root: usize, map: bool, passes: Passes) -> Result<Plan> {
     let mut names = SlotNames { map, params: Vec::new(), inputs: Vec::new() };
     let n = checked.len();
     // Every value in zeroed memory a replay writes first (graph/arena.rs):
     // what the plan lays out elsewhere, or a later compaction drops, is never touched.
-    let mut graph = Graph::over_zeroed(values_room(&checked), passes.merge_identical);
+    let mut graph = Graph::over_zeroed(values, passes.merge_identical);
     // Graph id of each JSON node.
     let mut ids: Vec<u32> = vec![u32::MAX; n];
     // Whether a JSON node is computed from constants only (then it is
@@ -163,27 +162,6 @@ fn build(checked: Vec<Checked>, root: usize, map: bool, passes: Passes) -> Resul
     let mut plan = Plan::adopt(graph, ids[root], &params, &inputs, passes).map_err(|e| Error(format!("compileFromJSON: {e}")))?;
     plan.names = Some(names);
     Ok(plan)
-}
-
-/// The values the checked nodes hold together (merged ones aside).
-fn values_room(checked: &[Checked]) -> usize {
-    let mut shapes: Vec<Shape> = Vec::with_capacity(checked.len());
-    let mut room = 0usize;
-    for c in checked {
-        let (shape, own) = match c {
-            Checked::Param(s, _) | Checked::Input(s, _) | Checked::Const(s, _) => (*s, true),
-            Checked::Op(op, parents) => {
-                let of: smallvec::SmallVec<[Shape; 2]> = parents.iter().map(|&p| shapes[p as usize]).collect();
-                (op.infer(&of).unwrap_or(Shape::Scalar), true)
-            }
-            Checked::Merged(same) => (shapes[*same as usize], false),
-        };
-        if own {
-            room = room.saturating_add(shape.checked_size().unwrap_or(0));
-        }
-        shapes.push(shape);
-    }
-    room
 }
 
 #[cfg(test)]
