@@ -187,3 +187,104 @@ fn large_products_are_right_and_give_the_same_bits_at_any_cap() {
         }
     }
 }
+
+#[test]
+fn long_elementwise_passes_give_the_same_bits_at_any_cap() {
+    use tangent_grad::core::{op::Op, shape::Shape, tape::Tape};
+    // 490 000 elements a pass: split among threads (kernels/parallel.rs).
+    let n = 700;
+    let d2: Vec<f64> = Lcg(3).fill(n * n).iter().map(|x| 4.0 * x.abs()).collect();
+    let s = 0.7;
+    let run = || {
+        let mut t = Tape::default();
+        let g = &mut t.graph;
+        let x = g.leaf(Op::Leaf, Shape::Matrix(n, n), &d2).unwrap();
+        let l = g.leaf(Op::Leaf, Shape::Scalar, &[s]).unwrap();
+        let scaled = g.op(Op::Div, &[x, l], true).unwrap(); // a scalar on the right
+        let neg = g.op(Op::Neg, &[scaled], true).unwrap();
+        let e = g.op(Op::Exp, &[neg], true).unwrap();
+        let k = g.op(Op::Mul, &[l, e], true).unwrap(); // on the left
+        let kd = g.op(Op::AddDiag, &[k, l], true).unwrap();
+        let th = g.op(Op::Tanh, &[kd], true).unwrap();
+        let tr = g.op(Op::Transpose, &[th], true).unwrap();
+        let both = g.op(Op::Mul, &[tr, x], true).unwrap(); // same shapes
+        let root = g.op(Op::Sum, &[both], true).unwrap();
+        assert_eq!(t.backward(root, None).unwrap(), None);
+        let mut out: Vec<(&str, Vec<f64>)> = [("e", e), ("k", k), ("kd", kd), ("tanh", th)].iter().map(|&(name, id)| (name, t.graph.value(id).unwrap().to_vec())).collect();
+        out.push(("x̄", t.adjoint(x).unwrap().to_vec()));
+        out.push(("l̄", t.adjoint(l).unwrap().to_vec()));
+        out
+    };
+    let machine = threads::set_threads(0);
+    let all = run();
+    threads::set_threads(1);
+    let one = run();
+    threads::set_threads(0);
+    same_bits(n, &format!("elementwise, cap 1 against {machine}"), &one, &all);
+    // Each element is its own formula, whatever the split.
+    let (e, k) = (&all[0].1, &all[1].1);
+    for i in (0..n * n).step_by(997) {
+        assert_eq!(e[i].to_bits(), (-(d2[i] / s)).exp().to_bits(), "exp at {i}");
+        assert_eq!(k[i].to_bits(), (s * e[i]).to_bits(), "s·e at {i}");
+    }
+    // x̄ of Σ tanh(s·exp(−x/s) + s·I)ᵀ∘x, entry by entry: the transposed
+    // tanh, and through it xᵀ·(1 − tanh²)·s·e·(−1/s).
+    let (th, xbar) = (&all[3].1, &all[4].1);
+    for k in (0..n * n).step_by(1009) {
+        let (i, j) = (k / n, k % n);
+        let want = th[j * n + i] + d2[j * n + i] * (1.0 - th[k] * th[k]) * s * e[k] * (-1.0 / s);
+        assert!((xbar[k] - want).abs() <= 1e-13 * want.abs().max(1.0), "x̄ at ({i}, {j}): {} against {want}", xbar[k]);
+    }
+}
+
+#[test]
+fn a_large_asymmetric_matrix_names_its_first_pair() {
+    let n = 700;
+    let mut a: Vec<f64> = (0..n * n).map(|k| if k / n == k % n { n as f64 } else { 0.5 }).collect();
+    // Two pairs apart, in different bands of rows: the first in row-major order is named.
+    a[650 * n + 699] = 0.25;
+    a[3 * n + 640] = 0.75;
+    let mut l = vec![0.0; n * n];
+    for cap in [0, 1] {
+        threads::set_threads(cap);
+        let e = linalg::cholesky(&a, n, &mut l).unwrap_err();
+        assert_eq!(e.0, "cholesky: matrix is not symmetric (A[3][640] != A[640][3])");
+    }
+    threads::set_threads(0);
+}
+
+#[test]
+fn a_cholesky_in_wide_blocks_gives_the_same_bits_at_any_cap() {
+    // Past faer.rs's WIDE_BLOCKS_FROM, where faer takes 256 columns a block.
+    let n = 1601;
+    let x = Lcg(13).fill(n * n);
+    let a: Vec<f64> = (0..n * n).map(|k| {
+        let (i, j) = (k / n, k % n);
+        x[i * n + j] + x[j * n + i] + if i == j { 2.0 * n as f64 } else { 0.0 }
+    }).collect();
+    let run = |cap: usize| {
+        threads::set_threads(cap);
+        let mut l = vec![0.0; n * n];
+        linalg::cholesky(&a, n, &mut l).unwrap();
+        l
+    };
+    let (all, one) = (run(0), run(1));
+    threads::set_threads(0);
+    same_bits(n, "cholesky, cap 1 against the machine's", &[("cholesky", one)], &[("cholesky", all.clone())]);
+    // And a factor: (L Lᵀ)ᵢⱼ = Aᵢⱼ at scattered entries.
+    for (i, j) in [(0, 0), (1600, 1600), (1600, 3), (800, 799), (1234, 567)] {
+        let s: f64 = (0..=j.min(i)).map(|k| all[i * n + k] * all[j * n + k]).sum();
+        assert!((s - a[i * n + j]).abs() <= 1e-12 * a[i * n + i].abs(), "(L Lᵀ)[{i}][{j}] = {s} against {}", a[i * n + j]);
+    }
+}
+
+#[test]
+fn empty_matrices_pass_through_the_split_kernels() {
+    let (mut l, mut work, mut abar) = (vec![], vec![], vec![]);
+    linalg::cholesky(&[], 0, &mut l).unwrap();
+    linalg::cholesky_adjoint(&[], &[], 0, &mut work, &mut abar);
+    let mut out = vec![];
+    tangent_grad::core::kernels::matrix::transpose(0, 5, &[], &mut out);
+    tangent_grad::core::kernels::matrix::add_transposed(5, 0, &[], &mut out);
+    assert!(l.is_empty() && abar.is_empty() && out.is_empty());
+}

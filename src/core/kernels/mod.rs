@@ -4,6 +4,7 @@
 
 pub mod elementwise;
 pub mod matrix;
+pub mod parallel;
 pub mod scalar;
 
 use super::error::Result;
@@ -14,6 +15,7 @@ use super::op::{broadcast, Broadcast, Op};
 use super::widest::widest;
 use super::shape::Shape;
 use elementwise as ew;
+use parallel::part;
 use scalar::Formula;
 
 /// `$apply` with each listed op's formula bound to the constant `$o`, so
@@ -95,14 +97,19 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         Op::Leaf | Op::Input | Op::Const | Op::External => {}
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => {
             let (_, bc) = broadcast(op.name(), p.shape(0), p.shape(1))?;
-            elementwise_values(op, bc, v(0), v(1), out)
+            let (a, b) = (v(0), v(1));
+            if matches!(bc, Broadcast::RowLeft | Broadcast::RowRight) {
+                elementwise_values(op, bc, a, b, out)
+            } else {
+                parallel::chunks(out, |at, out| elementwise_values(op, bc, part(a, at, out.len()), part(b, at, out.len()), out))
+            }
         }
         // Blocked, for speed on long arrays; element by element the same bits as scalar::value.
-        Op::Tanh => fastmath::tanh_slice(v(0), out),
+        Op::Tanh => unary_parts(v(0), out, fastmath::tanh_slice),
         // Under WebAssembly blocked too (math/host_exp.rs); natively libm's, element by element.
-        Op::Exp => math::exp_slice(v(0), out),
+        Op::Exp => unary_parts(v(0), out, math::exp_slice),
         Op::Neg | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
-            elementwise_values(op, Broadcast::Same, v(0), v(0), out)
+            unary_parts(v(0), out, |a, out| elementwise_values(op, Broadcast::Same, a, a, out))
         }
         Op::Sum => out[0] = matrix::sum(v(0)),
         Op::Mean => out[0] = matrix::sum(v(0)) / v(0).len() as f64,
@@ -127,7 +134,7 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         }
         Op::AddDiag => {
             let n = p.shape(0).rows_cols().0;
-            out.copy_from_slice(v(0));
+            unary_parts(v(0), out, |a, out| out.copy_from_slice(a));
             for i in 0..n {
                 out[i * n + i] += if v(1).len() == 1 { v(1)[0] } else { v(1)[i] };
             }
@@ -159,6 +166,11 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         }
     }
     Ok(())
+}
+
+/// `f(a, out)` on matching parts of `a` and `out`, on several threads when long.
+fn unary_parts(a: &[f64], out: &mut [f64], f: impl Fn(&[f64], &mut [f64]) + Sync) {
+    parallel::chunks(out, |at, out| f(&a[at..at + out.len()], out))
 }
 
 widest! {
@@ -201,6 +213,19 @@ fn elementwise_adjoint(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &
         }),
     }
 }
+}
+
+/// `elementwise_adjoint` on several threads when long, in parts of `d`,
+/// unless `d` sums over a broadcast (a sum keeps its one order).
+fn elementwise_adjoint_parts(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &mut [f64]) {
+    let [a, b, out, g] = reads;
+    if d.len() != g.len() || matches!(bc, Broadcast::RowLeft | Broadcast::RowRight) {
+        return elementwise_adjoint(op, k, bc, reads, d);
+    }
+    parallel::chunks(d, |at, d| {
+        let n = d.len();
+        elementwise_adjoint(op, k, bc, [part(a, at, n), part(b, at, n), &out[at..at + n], &g[at..at + n]], d)
+    })
 }
 
 /// Where the parents' adjoints are, for `adjoint`: an arena laid out like
@@ -268,10 +293,10 @@ fn parent_adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &
         Op::Leaf | Op::Input | Op::Const | Op::External | Op::Concat { .. } => {}
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => {
             let Ok((_, bc)) = broadcast(op.name(), p.shape(0), p.shape(1)) else { return };
-            elementwise_adjoint(op, k, bc, [p.val(0), p.val(1), out, g], d)
+            elementwise_adjoint_parts(op, k, bc, [p.val(0), p.val(1), out, g], d)
         }
         Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
-            elementwise_adjoint(op, 0, Broadcast::Same, [v(0), v(0), out, g], d)
+            elementwise_adjoint_parts(op, 0, Broadcast::Same, [v(0), v(0), out, g], d)
         }
         Op::Sum => d.iter_mut().for_each(|di| *di += g[0]),
         Op::Mean => {
@@ -313,7 +338,7 @@ fn parent_adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &
         Op::AddDiag => {
             let n = p.shape(0).rows_cols().0;
             if k == 0 {
-                matrix::axpy(1.0, g, d)
+                unary_parts(g, d, |g, d| matrix::axpy(1.0, g, d))
             } else if d.len() == 1 {
                 d[0] += matrix::sum_by(n, |i| g[i * n + i]);
             } else {

@@ -2,6 +2,8 @@
 
 use super::{axpy, dot, dot4};
 use crate::core::error::{js_number, Result};
+use crate::core::kernels::parallel;
+use std::cmp::Ordering;
 
 /// The first pair (row-major, j > i) with |a_ij - a_ji| > 1e-10
 /// max(|a_ij|, |a_ji|); pairs involving NaN are skipped (NaN propagates).
@@ -20,6 +22,33 @@ pub(super) fn asymmetry(a: &[f64], n: usize) -> Option<(usize, usize)> {
         }
     }
     None
+}
+
+/// Whether `asymmetry` finds no pair, by 16×16 tiles above the diagonal
+/// and their mirrors below (the plain walk's strided side took a cache
+/// line per entry), the tiles' rows dealt out in turn to the threads (an
+/// equal band of rows each would leave the first most of the triangle).
+#[cfg(not(target_arch = "wasm32"))]
+pub(super) fn symmetric(a: &[f64], n: usize) -> bool {
+    const TILE: usize = 16;
+    parallel::all_parts(n * n, n, |part, parts| {
+        for i0 in (part * TILE..n).step_by(parts * TILE) {
+            for j0 in (i0..n).step_by(TILE) {
+                let mut differ = false;
+                for i in i0..(i0 + TILE).min(n) {
+                    for j in j0.max(i + 1)..(j0 + TILE).min(n) {
+                        let (x, y) = (a[i * n + j], a[j * n + i]);
+                        // `asymmetry`'s test; NaN pairs compare false.
+                        differ |= (x - y).abs() > 1e-10 * x.abs().max(y.abs()) && !x.is_nan() && !y.is_nan();
+                    }
+                }
+                if differ {
+                    return false;
+                }
+            }
+        }
+        true
+    })
 }
 
 /// Lower Cholesky factor L of a symmetric positive-definite A: A = L Lᵀ.
@@ -105,34 +134,40 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
 /// each Cholesky adjoint kernel starts.
 pub(super) fn lower_triangle<'w>(lbar: &[f64], n: usize, work: &'w mut [f64]) -> &'w mut [f64] {
     let w = &mut work[..n * n];
-    for i in 0..n {
-        let row = &mut w[i * n..i * n + n];
-        row[..=i].copy_from_slice(&lbar[i * n..i * n + i + 1]);
-        row[i + 1..].fill(0.0);
-    }
+    parallel::rows(w, n, |r0, band| {
+        for (r, row) in band.chunks_exact_mut(n).enumerate() {
+            let i = r0 + r;
+            row[..=i].copy_from_slice(&lbar[i * n..i * n + i + 1]);
+            row[i + 1..].fill(0.0);
+        }
+    });
     w
 }
 
 /// Ā += sym(Φ) for Φ (the adjoint of A's lower triangle) in `w`'s lower
-/// triangle: Φ_ii on the diagonal, Φ_ij/2 on both sides of it. By 16×16
-/// tiles, for the strided side's cache lines; one add per entry, so the
-/// order does not change the bits.
+/// triangle: Φ_ii on the diagonal, Φ_ij/2 on both sides of it. Ā by bands
+/// of rows (on several threads when large), each by 16×16 tiles for the
+/// strided side's cache lines; one add per entry, so neither the order nor
+/// the split changes the bits.
 pub(super) fn add_symmetrized(w: &[f64], n: usize, abar: &mut [f64]) {
     const TILE: usize = 16;
-    for i0 in (0..n).step_by(TILE) {
-        for j0 in (0..=i0).step_by(TILE) {
-            for i in i0..(i0 + TILE).min(n) {
-                for j in j0..(j0 + TILE).min(i) {
-                    let h = 0.5 * w[i * n + j];
-                    abar[i * n + j] += h;
-                    abar[j * n + i] += h;
+    parallel::rows(&mut abar[..n * n], n, |r0, band| {
+        let r1 = r0 + band.len() / n;
+        for i0 in (r0..r1).step_by(TILE) {
+            for j0 in (0..n).step_by(TILE) {
+                for i in i0..(i0 + TILE).min(r1) {
+                    let row = &mut band[(i - r0) * n..(i - r0 + 1) * n];
+                    for (j, a) in row.iter_mut().enumerate().take((j0 + TILE).min(n)).skip(j0) {
+                        *a += match j.cmp(&i) {
+                            Ordering::Less => 0.5 * w[i * n + j],
+                            Ordering::Equal => w[i * n + i],
+                            Ordering::Greater => 0.5 * w[j * n + i],
+                        };
+                    }
                 }
             }
         }
-    }
-    for i in 0..n {
-        abar[i * n + i] += w[i * n + i];
-    }
+    });
 }
 
 /// L̄ → Φ in place: `w` holds L̄'s lower triangle (zeros above) and leaves

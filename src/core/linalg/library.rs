@@ -110,15 +110,22 @@ fn finite_max_abs(xs: &[f64]) -> Option<f64> {
     (m.is_finite() && finite(xs)).then_some(m)
 }
 
+/// Whether every entry of an n-column matrix is finite, by bands of rows
+/// (on several threads when large).
+#[cfg(not(target_arch = "wasm32"))]
+fn finite_rows(a: &[f64], n: usize) -> bool {
+    crate::core::kernels::parallel::all_rows(a.len() / n.max(1), n, |rows| finite(&a[rows.start * n..rows.end * n]))
+}
+
 /// Whether T's own triangle (diagonal included) is finite.
 #[cfg(not(target_arch = "wasm32"))]
 fn finite_triangle(t: &[f64], n: usize, lower: bool) -> bool {
-    (0..n).all(|i| finite(if lower { &t[i * n..i * n + i + 1] } else { &t[i * n + i..i * n + n] }))
+    crate::core::kernels::parallel::all_rows(n, n, |rows| rows.into_iter().all(|i| finite(if lower { &t[i * n..i * n + i + 1] } else { &t[i * n + i..i * n + n] })))
 }
 
 pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
-    if n >= LARGE_FROM && finite(&a[..n * n]) && super::cholesky::asymmetry(a, n).is_none() {
+    if n >= LARGE_FROM && finite_rows(&a[..n * n], n) && super::cholesky::symmetric(a, n) {
         return faer(|| super::faer::cholesky(a, n, l, par(n, n)));
     }
     let _ = (a, n, l);

@@ -17,7 +17,7 @@ use super::error::Result;
 use adjoints::{share_adjoints, AdjointArena, SharedAdjoints};
 use compact::compact;
 use super::graph::{eval, mark_needs, post_order, post_order_all, propagate, propagate_at, Graph, Node};
-use super::kernels::scalar::{self, Formula};
+use super::kernels::{parallel, scalar::{self, Formula}};
 use super::op::Op;
 use super::shape::Shape;
 use crate::fail;
@@ -422,7 +422,7 @@ impl Plan {
         }
         let adj = &mut self.adj.0;
         for &(a, b) in &self.clear {
-            adj[a..b].fill(0.0);
+            parallel::zero(&mut adj[a..b]);
         }
         let g = &mut self.graph;
         adj[g.nodes[self.root as usize].val] = 1.0;
@@ -439,7 +439,7 @@ impl Plan {
         for (i, step) in self.backward.iter().enumerate() {
             // A block is cleared when the adjoint taking it turns live.
             while let Some(&(_, a, b)) = clears.next_if(|c| c.0 == i) {
-                adj[a..b].fill(0.0);
+                parallel::zero(&mut adj[a..b]);
             }
             match *step {
                 Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),

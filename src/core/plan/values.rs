@@ -6,7 +6,7 @@
 
 use super::{Plan, Step};
 use crate::core::graph::Node;
-use crate::core::kernels::{self, scalar, scalar::Formula, Inputs};
+use crate::core::kernels::{self, parallel, scalar, scalar::Formula, Inputs};
 use crate::core::op::Op;
 use crate::core::shape::Shape;
 
@@ -199,7 +199,7 @@ impl Plan {
         let kept = region.kept;
         let adj = &mut self.adj.0;
         for &(a, b) in &self.clear {
-            adj[a..b].fill(0.0);
+            parallel::zero(&mut adj[a..b]);
         }
         let g = &mut self.graph;
         adj[g.nodes[self.root as usize].val] = 1.0;
@@ -207,7 +207,7 @@ impl Plan {
         let mut clears = shared.clears.iter().peekable();
         for (i, step) in self.backward.iter().enumerate() {
             while let Some(&(_, a, b)) = clears.next_if(|c| c.0 == i) {
-                blocks[a - kept..b - kept].fill(0.0);
+                parallel::zero(&mut blocks[a - kept..b - kept]);
             }
             match *step {
                 Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, values, adj),

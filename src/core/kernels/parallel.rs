@@ -1,0 +1,99 @@
+//! Long O(n²) passes on several threads: a large model's elementwise
+//! chains, transposes, copies and clears (a GP's at n = 2000 held a fifth
+//! of its time on one core while faer's factorizations used every one).
+//! Each element is computed by the same expression, or each test made,
+//! whatever the split, so the bits do not depend on the thread count.
+
+use std::ops::Range;
+
+/// Elements from which a pass is split: 2^17 (1 MiB of output), where one
+/// pass takes ~0.1–0.4 ms and rayon's hand-off (a few µs) is lost in it.
+#[cfg(not(target_arch = "wasm32"))]
+const SPLIT_FROM: usize = 1 << 17;
+
+/// The parts to split `len` elements into, in whole units of `unit`.
+fn parts(len: usize, unit: usize) -> usize {
+    #[cfg(not(target_arch = "wasm32"))]
+    if len >= SPLIT_FROM && unit > 0 {
+        let most = (len / (SPLIT_FROM / 2)).min(len / unit);
+        return crate::core::linalg::threads::for_kernel().min(most).max(1);
+    }
+    let _ = (len, unit);
+    1
+}
+
+/// `f(at, part)` over consecutive parts of `out` of whole `unit`s, `at`
+/// being each part's offset: on the threads a kernel may take
+/// (`linalg::threads`) when `out` is long, else once, on all of it.
+fn split(out: &mut [f64], unit: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
+    let threads = parts(out.len(), unit);
+    if threads == 1 {
+        return f(0, out);
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let size = out.len().div_ceil(unit).div_ceil(threads) * unit;
+        let f = &f;
+        rayon::scope(|s| {
+            for (i, part) in out.chunks_mut(size).enumerate() {
+                s.spawn(move |_| f(i * size, part));
+            }
+        });
+    }
+}
+
+/// `f(at, part)` over consecutive parts of `out`, `at` each part's offset.
+pub fn chunks(out: &mut [f64], f: impl Fn(usize, &mut [f64]) + Sync) {
+    split(out, 1, f)
+}
+
+/// Zero `x`.
+pub fn zero(x: &mut [f64]) {
+    chunks(x, |_, part| part.fill(0.0))
+}
+
+/// `f(first row, part)` over parts of `out` holding whole rows of `cols` values.
+/// Nothing to do without a value (and `f` never sees zero columns).
+pub fn rows(out: &mut [f64], cols: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
+    if cols == 0 || out.is_empty() {
+        return;
+    }
+    split(out, cols, |at, part| f(at / cols, part))
+}
+
+/// Whether `test(part, parts)` holds for every part of a pass over `len`
+/// values in whole `unit`s, the parts tested at once when it is long
+/// (`parts` is how many; each `test` picks its own share of the work).
+pub fn all_parts(len: usize, unit: usize, test: impl Fn(usize, usize) -> bool + Sync) -> bool {
+    let threads = parts(len, unit);
+    #[cfg(not(target_arch = "wasm32"))]
+    if threads > 1 {
+        let test = &test;
+        let mut ok = vec![true; threads];
+        rayon::scope(|s| {
+            for (i, ok) in ok.iter_mut().enumerate() {
+                s.spawn(move |_| *ok = test(i, threads));
+            }
+        });
+        return ok.iter().all(|&ok| ok);
+    }
+    test(0, threads)
+}
+
+/// Whether `test` holds for every band of rows of an m-row matrix of
+/// `cols` columns (`test` takes a range of rows), bands tested at once.
+pub fn all_rows(m: usize, cols: usize, test: impl Fn(Range<usize>) -> bool + Sync) -> bool {
+    all_parts(m.saturating_mul(cols), cols, |part, parts| {
+        let band = m.div_ceil(parts);
+        test((part * band).min(m)..((part + 1) * band).min(m))
+    })
+}
+
+/// `x[at..at + len]`, or `x` itself where it is one value broadcast.
+pub fn part(x: &[f64], at: usize, len: usize) -> &[f64] {
+    if x.len() == 1 && len != 1 {
+        x
+    } else {
+        &x[at..at + len]
+    }
+}
