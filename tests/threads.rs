@@ -191,7 +191,7 @@ fn large_products_are_right_and_give_the_same_bits_at_any_cap() {
 #[test]
 fn long_elementwise_passes_give_the_same_bits_at_any_cap() {
     use tangent_grad::core::{op::Op, shape::Shape, tape::Tape};
-    // 490 000 elements a pass: split among threads (kernels/parallel.rs).
+    // 490 000 elements a pass: split among threads (linalg/parallel.rs).
     let n = 700;
     let d2: Vec<f64> = Lcg(3).fill(n * n).iter().map(|x| 4.0 * x.abs()).collect();
     let s = 0.7;

@@ -4,7 +4,6 @@
 
 pub mod elementwise;
 pub mod matrix;
-pub mod parallel;
 pub mod scalar;
 
 use super::error::Result;
@@ -15,7 +14,7 @@ use super::op::{broadcast, Broadcast, Op};
 use super::widest::widest;
 use super::shape::Shape;
 use elementwise as ew;
-use parallel::part;
+use super::linalg::parallel::{self, part};
 use scalar::Formula;
 
 /// `$apply` with each listed op's formula bound to the constant `$o`, so

@@ -2,8 +2,7 @@
 
 use super::{axpy, dot, dot4};
 use crate::core::error::{js_number, Result};
-use crate::core::kernels::parallel;
-use std::cmp::Ordering;
+use super::parallel;
 
 /// The first pair (row-major, j > i) with |a_ij - a_ji| > 1e-10
 /// max(|a_ij|, |a_ji|); pairs involving NaN are skipped (NaN propagates).
@@ -146,23 +145,27 @@ pub(super) fn lower_triangle<'w>(lbar: &[f64], n: usize, work: &'w mut [f64]) ->
 
 /// Ā += sym(Φ) for Φ (the adjoint of A's lower triangle) in `w`'s lower
 /// triangle: Φ_ii on the diagonal, Φ_ij/2 on both sides of it. Ā by bands
-/// of rows (on several threads when large), each by 16×16 tiles for the
-/// strided side's cache lines; one add per entry, so neither the order nor
-/// the split changes the bits.
+/// of rows (on several threads when large): a row's part left of the
+/// diagonal reads its own row of `w`, the part right of it a column, by
+/// 16×16 tiles for the strided side's cache lines. One add per entry, so
+/// neither the order nor the split changes the bits.
 pub(super) fn add_symmetrized(w: &[f64], n: usize, abar: &mut [f64]) {
     const TILE: usize = 16;
     parallel::rows(&mut abar[..n * n], n, |r0, band| {
         let r1 = r0 + band.len() / n;
+        for (r, row) in band.chunks_exact_mut(n).enumerate() {
+            let i = r0 + r;
+            for (a, &x) in row[..i].iter_mut().zip(&w[i * n..i * n + i]) {
+                *a += 0.5 * x;
+            }
+            row[i] += w[i * n + i];
+        }
         for i0 in (r0..r1).step_by(TILE) {
-            for j0 in (0..n).step_by(TILE) {
+            for j0 in (i0..n).step_by(TILE) {
                 for i in i0..(i0 + TILE).min(r1) {
                     let row = &mut band[(i - r0) * n..(i - r0 + 1) * n];
-                    for (j, a) in row.iter_mut().enumerate().take((j0 + TILE).min(n)).skip(j0) {
-                        *a += match j.cmp(&i) {
-                            Ordering::Less => 0.5 * w[i * n + j],
-                            Ordering::Equal => w[i * n + i],
-                            Ordering::Greater => 0.5 * w[j * n + i],
-                        };
+                    for j in j0.max(i + 1)..(j0 + TILE).min(n) {
+                        row[j] += 0.5 * w[j * n + i];
                     }
                 }
             }

@@ -14,7 +14,7 @@ use ::faer::linalg::triangular_solve as tri;
 use ::faer::perm::PermRef;
 use ::faer::prelude::{Reborrow, ReborrowMut};
 use ::faer::{Accum, MatMut, MatRef, Par};
-use crate::core::kernels::parallel;
+use super::parallel;
 
 /// Scratch kept per thread up to this size (larger requests allocate once
 /// per call): at n = 12 a fresh allocation cost 20–40% of a solve.

@@ -114,13 +114,13 @@ fn finite_max_abs(xs: &[f64]) -> Option<f64> {
 /// (on several threads when large).
 #[cfg(not(target_arch = "wasm32"))]
 fn finite_rows(a: &[f64], n: usize) -> bool {
-    crate::core::kernels::parallel::all_rows(a.len() / n.max(1), n, |rows| finite(&a[rows.start * n..rows.end * n]))
+    super::parallel::all_rows(a.len() / n.max(1), n, |rows| finite(&a[rows.start * n..rows.end * n]))
 }
 
 /// Whether T's own triangle (diagonal included) is finite.
 #[cfg(not(target_arch = "wasm32"))]
 fn finite_triangle(t: &[f64], n: usize, lower: bool) -> bool {
-    crate::core::kernels::parallel::all_rows(n, n, |rows| rows.into_iter().all(|i| finite(if lower { &t[i * n..i * n + i + 1] } else { &t[i * n + i..i * n + n] })))
+    super::parallel::all_rows(n, n, |rows| rows.into_iter().all(|i| finite(if lower { &t[i * n..i * n + i + 1] } else { &t[i * n + i..i * n + n] })))
 }
 
 pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {

@@ -17,6 +17,7 @@ pub mod faer;
 mod library;
 mod lu;
 pub mod simd;
+pub mod parallel;
 pub mod threads;
 mod triangular;
 

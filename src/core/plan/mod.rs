@@ -17,7 +17,7 @@ use super::error::Result;
 use adjoints::{share_adjoints, AdjointArena, SharedAdjoints};
 use compact::compact;
 use super::graph::{eval, mark_needs, post_order, post_order_all, propagate, propagate_at, Graph, Node};
-use super::kernels::{parallel, scalar::{self, Formula}};
+use super::{kernels::scalar::{self, Formula}, linalg::parallel};
 use super::op::Op;
 use super::shape::Shape;
 use crate::fail;

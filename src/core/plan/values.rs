@@ -6,7 +6,8 @@
 
 use super::{Plan, Step};
 use crate::core::graph::Node;
-use crate::core::kernels::{self, parallel, scalar, scalar::Formula, Inputs};
+use crate::core::kernels::{self, scalar, scalar::Formula, Inputs};
+use crate::core::linalg::parallel;
 use crate::core::op::Op;
 use crate::core::shape::Shape;
 

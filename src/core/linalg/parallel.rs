@@ -16,15 +16,21 @@ fn parts(len: usize, unit: usize) -> usize {
     #[cfg(not(target_arch = "wasm32"))]
     if len >= SPLIT_FROM && unit > 0 {
         let most = (len / (SPLIT_FROM / 2)).min(len / unit);
-        return crate::core::linalg::threads::for_kernel().min(most).max(1);
+        return super::threads::for_kernel().min(most).max(1);
     }
     let _ = (len, unit);
     1
 }
 
+/// Whether a pass over `len` values would be split among threads.
+pub fn splits(len: usize) -> bool {
+    parts(len, 1) > 1
+}
+
 /// `f(at, part)` over consecutive parts of `out` of whole `unit`s, `at`
 /// being each part's offset: on the threads a kernel may take
 /// (`linalg::threads`) when `out` is long, else once, on all of it.
+#[inline(always)]
 fn split(out: &mut [f64], unit: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
     let threads = parts(out.len(), unit);
     if threads == 1 {
@@ -43,17 +49,20 @@ fn split(out: &mut [f64], unit: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
 }
 
 /// `f(at, part)` over consecutive parts of `out`, `at` each part's offset.
+#[inline(always)]
 pub fn chunks(out: &mut [f64], f: impl Fn(usize, &mut [f64]) + Sync) {
     split(out, 1, f)
 }
 
 /// Zero `x`.
+#[inline(always)]
 pub fn zero(x: &mut [f64]) {
     chunks(x, |_, part| part.fill(0.0))
 }
 
 /// `f(first row, part)` over parts of `out` holding whole rows of `cols` values.
 /// Nothing to do without a value (and `f` never sees zero columns).
+#[inline(always)]
 pub fn rows(out: &mut [f64], cols: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
     if cols == 0 || out.is_empty() {
         return;
