@@ -104,11 +104,11 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
             }
         }
         // Blocked, for speed on long arrays; element by element the same bits as scalar::value.
-        Op::Tanh => unary_parts(v(0), out, fastmath::tanh_slice),
+        Op::Tanh => parallel::zip(v(0), out, fastmath::tanh_slice),
         // Under WebAssembly blocked too (math/host_exp.rs); natively libm's, element by element.
-        Op::Exp => unary_parts(v(0), out, math::exp_slice),
+        Op::Exp => parallel::zip(v(0), out, math::exp_slice),
         Op::Neg | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
-            unary_parts(v(0), out, |a, out| elementwise_values(op, Broadcast::Same, a, a, out))
+            parallel::zip(v(0), out, |a, out| elementwise_values(op, Broadcast::Same, a, a, out))
         }
         Op::Sum => out[0] = matrix::sum(v(0)),
         Op::Mean => out[0] = matrix::sum(v(0)) / v(0).len() as f64,
@@ -133,7 +133,7 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         }
         Op::AddDiag => {
             let n = p.shape(0).rows_cols().0;
-            unary_parts(v(0), out, |a, out| out.copy_from_slice(a));
+            parallel::copy(v(0), out);
             for i in 0..n {
                 out[i * n + i] += if v(1).len() == 1 { v(1)[0] } else { v(1)[i] };
             }
@@ -165,11 +165,6 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         }
     }
     Ok(())
-}
-
-/// `f(a, out)` on matching parts of `a` and `out`, on several threads when long.
-fn unary_parts(a: &[f64], out: &mut [f64], f: impl Fn(&[f64], &mut [f64]) + Sync) {
-    parallel::chunks(out, |at, out| f(&a[at..at + out.len()], out))
 }
 
 widest! {
@@ -337,7 +332,7 @@ fn parent_adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &
         Op::AddDiag => {
             let n = p.shape(0).rows_cols().0;
             if k == 0 {
-                unary_parts(g, d, |g, d| matrix::axpy(1.0, g, d))
+                parallel::zip(g, d, |g, d| matrix::axpy(1.0, g, d))
             } else if d.len() == 1 {
                 d[0] += matrix::sum_by(n, |i| g[i * n + i]);
             } else {

@@ -4,18 +4,18 @@ use super::{axpy, dot, dot4};
 use crate::core::error::{js_number, Result};
 use super::parallel;
 
-/// The first pair (row-major, j > i) with |a_ij - a_ji| > 1e-10
-/// max(|a_ij|, |a_ji|); pairs involving NaN are skipped (NaN propagates).
+/// Whether a_ij and a_ji differ: |a_ij - a_ji| > 1e-10 max(|a_ij|, |a_ji|),
+/// written as `>` so that Inf against Inf (difference NaN) is accepted; a
+/// pair involving NaN never differs (NaN propagates instead).
+fn differ(x: f64, y: f64) -> bool {
+    (x - y).abs() > 1e-10 * x.abs().max(y.abs()) && !x.is_nan() && !y.is_nan()
+}
+
+/// The first pair (row-major, j > i) that `differ`s.
 pub(super) fn asymmetry(a: &[f64], n: usize) -> Option<(usize, usize)> {
     for i in 0..n {
         for j in i + 1..n {
-            let x = a[i * n + j];
-            let y = a[j * n + i];
-            if x.is_nan() || y.is_nan() {
-                continue;
-            }
-            // Written as `>` so that Inf vs Inf (difference NaN) is accepted.
-            if (x - y).abs() > 1e-10 * x.abs().max(y.abs()) {
+            if differ(a[i * n + j], a[j * n + i]) {
                 return Some((i, j));
             }
         }
@@ -33,15 +33,13 @@ pub(super) fn symmetric(a: &[f64], n: usize) -> bool {
     parallel::all_parts(n * n, n, |part, parts| {
         for i0 in (part * TILE..n).step_by(parts * TILE) {
             for j0 in (i0..n).step_by(TILE) {
-                let mut differ = false;
+                let mut any = false;
                 for i in i0..(i0 + TILE).min(n) {
                     for j in j0.max(i + 1)..(j0 + TILE).min(n) {
-                        let (x, y) = (a[i * n + j], a[j * n + i]);
-                        // `asymmetry`'s test; NaN pairs compare false.
-                        differ |= (x - y).abs() > 1e-10 * x.abs().max(y.abs()) && !x.is_nan() && !y.is_nan();
+                        any |= differ(a[i * n + j], a[j * n + i]);
                     }
                 }
-                if differ {
+                if any {
                     return false;
                 }
             }

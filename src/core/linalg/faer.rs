@@ -50,7 +50,7 @@ const WIDE_BLOCKS_FROM: usize = 1536;
 /// triangle; false when a pivot is not positive.
 pub fn cholesky(a: &[f64], n: usize, l: &mut [f64], par: Par) -> bool {
     let l = &mut l[..n * n];
-    parallel::chunks(l, |at, part| part.copy_from_slice(&a[at..at + part.len()]));
+    parallel::copy(&a[..n * n], l);
     let mut params: ::faer::Spec<llt::LltParams, f64> = Default::default();
     if n >= WIDE_BLOCKS_FROM {
         params.config.block_size = 256;

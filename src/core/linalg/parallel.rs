@@ -56,6 +56,18 @@ pub fn chunks(out: &mut [f64], f: impl Fn(usize, &mut [f64]) + Sync) {
     split(out, 1, f)
 }
 
+/// `f(from part, to part)` over matching parts of `from` and `to`.
+#[inline(always)]
+pub fn zip(from: &[f64], to: &mut [f64], f: impl Fn(&[f64], &mut [f64]) + Sync) {
+    chunks(to, |at, to| f(&from[at..at + to.len()], to))
+}
+
+/// Copy `from` into `to`, of its length.
+#[inline(always)]
+pub fn copy(from: &[f64], to: &mut [f64]) {
+    zip(from, to, |from, to| to.copy_from_slice(from))
+}
+
 /// Zero `x`.
 #[inline(always)]
 pub fn zero(x: &mut [f64]) {
