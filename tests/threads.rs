@@ -289,3 +289,55 @@ fn empty_matrices_pass_through_the_split_kernels() {
     tangent_grad::core::kernels::matrix::add_transposed(5, 0, &[], &mut out);
     assert!(l.is_empty() && abar.is_empty() && out.is_empty());
 }
+
+#[test]
+fn a_solve_adjoint_and_long_sums_give_the_same_bits_at_any_cap() {
+    use tangent_grad::core::{op::Op, shape::Shape, tape::Tape};
+    // T̄ −= b̄ xᵀ on a triangle of 1100² / 2 entries, in bands of rows on several threads.
+    let n = 1100;
+    let start = Lcg(21).fill(n * n);
+    let (bbar, x) = (Lcg(22).fill(n), Lcg(23).fill(n));
+    for lower in [true, false] {
+        let run = |cap: usize| {
+            threads::set_threads(cap);
+            let mut tbar = start.clone();
+            linalg::triangular_solve_tbar(n, lower, &bbar, &x, 1, &mut tbar);
+            tbar
+        };
+        let (all, one) = (run(0), run(1));
+        same_bits(n, "triangular_solve_tbar, cap 1 against the machine's", &[("tbar", one)], &[("tbar", all.clone())]);
+        for k in (0..n * n).step_by(331) {
+            let (i, j) = (k / n, k % n);
+            let inside = if lower { j <= i } else { j >= i };
+            let want = if inside { start[k] + -bbar[i] * x[j] } else { start[k] };
+            assert_eq!(all[k].to_bits(), want.to_bits(), "T̄[{i}][{j}], lower: {lower}");
+        }
+    }
+    // Σ over 2^20 + 3 values, and a broadcast scalar's adjoint over as many:
+    // chunks summed on several threads, added in order (linalg/parallel.rs).
+    let len = (1 << 20) + 3;
+    let v: Vec<f64> = (0..len).map(|i| (i % 1000) as f64).collect();
+    let run = |cap: usize| {
+        threads::set_threads(cap);
+        let mut t = Tape::default();
+        let g = &mut t.graph;
+        let a = g.leaf(Op::Leaf, Shape::Vector(len), &v).unwrap();
+        let s = g.leaf(Op::Leaf, Shape::Scalar, &[0.1]).unwrap();
+        let scaled = g.op(Op::Mul, &[s, a], true).unwrap();
+        let e = g.op(Op::Exp, &[scaled], true).unwrap();
+        let root = g.op(Op::Sum, &[e], true).unwrap();
+        let whole = g.op(Op::Sum, &[a], true).unwrap();
+        assert_eq!(t.backward(root, None).unwrap(), None);
+        let value = |id| t.graph.value(id).unwrap()[0];
+        vec![("Σ a", vec![value(whole)]), ("Σ exp(s·a)", vec![value(root)]), ("s̄", t.adjoint(s).unwrap().to_vec())]
+    };
+    let (all, one) = (run(0), run(1));
+    threads::set_threads(0);
+    same_bits(len, "long sums, cap 1 against the machine's", &one, &all);
+    // Integers: exact in any order.
+    let exact: f64 = (0..len).map(|i| (i % 1000) as f64).sum();
+    assert_eq!(all[0].1[0], exact);
+    // s̄ = Σ aᵢ exp(s aᵢ), against a sum in f64 in another order.
+    let want: f64 = v.iter().rev().map(|&a| a * (0.1 * a).exp()).sum();
+    assert!((all[2].1[0] - want).abs() <= 1e-12 * want, "s̄ = {} against {want}", all[2].1[0]);
+}

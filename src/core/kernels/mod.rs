@@ -110,8 +110,11 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
         Op::Neg | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
             parallel::zip(v(0), out, |a, out| elementwise_values(op, Broadcast::Same, a, a, out))
         }
-        Op::Sum => out[0] = matrix::sum(v(0)),
-        Op::Mean => out[0] = matrix::sum(v(0)) / v(0).len() as f64,
+        Op::Sum | Op::Mean => {
+            let x = v(0);
+            let total = parallel::sum_chunks(x.len(), |r| matrix::sum(&x[r]));
+            out[0] = if op == Op::Sum { total } else { total / x.len() as f64 };
+        }
         Op::Matmul => {
             let (m, k) = p.shape(0).rows_cols();
             match p.shape(1) {
@@ -209,10 +212,22 @@ fn elementwise_adjoint(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &
 }
 }
 
-/// `elementwise_adjoint` on several threads when long, in parts of `d`,
-/// unless `d` sums over a broadcast (a sum keeps its one order).
+/// `elementwise_adjoint` on several threads when long: in parts of `d`, or
+/// for a broadcast scalar's adjoint, a sum over every element, in the
+/// chunks of `parallel::sum_chunks` (a row's sums keep their one order).
 fn elementwise_adjoint_parts(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &mut [f64]) {
     let [a, b, out, g] = reads;
+    let sums = matches!((bc, k), (Broadcast::ScalarLeft, 0) | (Broadcast::ScalarRight, 1));
+    if sums && parallel::sums_in_chunks(g.len()) {
+        let total = parallel::sum_chunks(g.len(), |r| {
+            let (a, b) = if k == 0 { (a, &b[r.clone()]) } else { (&a[r.clone()], b) };
+            let mut sum = [0.0];
+            elementwise_adjoint(op, k, bc, [a, b, &out[r.clone()], &g[r]], &mut sum);
+            sum[0]
+        });
+        d[0] += total;
+        return;
+    }
     if d.len() != g.len() || matches!(bc, Broadcast::RowLeft | Broadcast::RowRight) {
         return elementwise_adjoint(op, k, bc, reads, d);
     }
@@ -292,10 +307,10 @@ fn parent_adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &
         Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
             elementwise_adjoint_parts(op, 0, Broadcast::Same, [v(0), v(0), out, g], d)
         }
-        Op::Sum => d.iter_mut().for_each(|di| *di += g[0]),
+        Op::Sum => parallel::chunks(d, |_, d| d.iter_mut().for_each(|di| *di += g[0])),
         Op::Mean => {
             let s = g[0] / d.len() as f64;
-            d.iter_mut().for_each(|di| *di += s)
+            parallel::chunks(d, |_, d| d.iter_mut().for_each(|di| *di += s))
         }
         Op::Matmul => {
             let (m, kk) = p.shape(0).rows_cols();

@@ -34,17 +34,80 @@ pub fn splits(len: usize) -> bool {
 /// (`linalg::threads`) when `out` is long, else once, on all of it.
 #[inline(always)]
 fn split(out: &mut [f64], unit: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
-    let threads = parts(out.len(), unit);
-    if threads == 1 {
+    split_in(out, unit, parts(out.len(), unit), f)
+}
+
+/// `split` into `threads` parts.
+#[inline(always)]
+fn split_in(out: &mut [f64], unit: usize, threads: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
+    if threads <= 1 {
         return f(0, out);
     }
+    let size = out.len().div_ceil(unit).div_ceil(threads) * unit;
     #[cfg(not(target_arch = "wasm32"))]
     {
-        let size = out.len().div_ceil(unit).div_ceil(threads) * unit;
         let f = &f;
         rayon::scope(|s| {
             for (i, part) in out.chunks_mut(size).enumerate() {
                 s.spawn(move |_| f(i * size, part));
+            }
+        });
+    }
+}
+
+/// Sums over at least this many values are taken in chunks of `SUM_CHUNK`,
+/// under every build, so that their bits depend on the length alone.
+const CHUNKED_SUM_FROM: usize = 1 << 19;
+const SUM_CHUNK: usize = 1 << 16;
+
+/// Whether `sum_chunks` cuts a sum over `len` values into chunks.
+pub fn sums_in_chunks(len: usize) -> bool {
+    len >= CHUNKED_SUM_FROM
+}
+
+/// Σ of `f` over consecutive chunks of `0..len`: below `CHUNKED_SUM_FROM`
+/// one chunk, `f(0..len)`; from there chunks of `SUM_CHUNK` values, summed
+/// on the threads a kernel may take and added left to right. (A sum split
+/// by the thread count would round differently on every machine.)
+pub fn sum_chunks(len: usize, f: impl Fn(Range<usize>) -> f64 + Sync) -> f64 {
+    if !sums_in_chunks(len) {
+        return f(0..len);
+    }
+    let mut sums = vec![0.0; len.div_ceil(SUM_CHUNK)];
+    split_in(&mut sums, 1, parts(len, SUM_CHUNK), |first, part| {
+        for (c, s) in (first..).zip(part) {
+            *s = f(c * SUM_CHUNK..((c + 1) * SUM_CHUNK).min(len));
+        }
+    });
+    sums[1..].iter().fold(sums[0], |total, &s| total + s)
+}
+
+/// `f(first row, band)` over bands of whole rows of an n×n matrix `out`
+/// that cover about equal parts of its lower (or upper) triangle, where
+/// row i holds i + 1 (or n − i) entries. Nothing to do when n = 0.
+pub fn triangle_rows(out: &mut [f64], n: usize, lower: bool, f: impl Fn(usize, &mut [f64]) + Sync) {
+    if n == 0 {
+        return;
+    }
+    let out = &mut out[..n * n];
+    let threads = parts(n * n / 2, n);
+    if threads <= 1 {
+        return f(0, out);
+    }
+    // The lower triangle's first r rows hold about r²/2 entries.
+    let edge = |p: usize| (n as f64 * (p as f64 / threads as f64).sqrt()).round() as usize;
+    let ends: Vec<usize> = (1..=threads).map(|p| if lower { edge(p) } else { n - edge(threads - p) }).collect();
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let f = &f;
+        rayon::scope(|s| {
+            let (mut rest, mut first) = (out, 0);
+            for &end in &ends {
+                let (band, tail) = std::mem::take(&mut rest).split_at_mut((end.max(first) - first) * n);
+                if !band.is_empty() {
+                    s.spawn(move |_| f(first, band));
+                }
+                (rest, first) = (tail, end.max(first));
             }
         });
     }

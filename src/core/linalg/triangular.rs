@@ -1,7 +1,7 @@
 //! Triangular solves, products of lower triangles, and their adjoints,
 //! hand-written on row-major slices.
 
-use super::{axpy, dot, solve_lower_in_place, solve_lower_transposed_in_place, solve_upper_in_place, solve_upper_transposed_in_place};
+use super::{axpy, dot, parallel, solve_lower_in_place, solve_lower_transposed_in_place, solve_upper_in_place, solve_upper_transposed_in_place};
 
 /// Solve T X = B for X, T n×n triangular (lower if `lower`, else upper),
 /// B n×k. Reads only T's own triangle. Zero pivots give ±Infinity/NaN.
@@ -33,18 +33,21 @@ pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: 
     if k == 0 {
         return; // Bbar Xᵀ is the zero matrix
     }
-    for i in 0..n {
-        let (lo, hi) = if lower { (0, i + 1) } else { (i, n) };
-        let trow = &mut tbar[i * n + lo..i * n + hi];
-        if k == 1 {
-            axpy(trow, -bbar[i], &x[lo..hi]);
-        } else {
-            let bi = &bbar[i * k..i * k + k];
-            for (tij, xj) in trow.iter_mut().zip(x[lo * k..hi * k].chunks_exact(k)) {
-                *tij -= dot(bi, xj);
+    // Each entry takes one update, so bands of rows may go to several threads.
+    parallel::triangle_rows(tbar, n, lower, |first, band| {
+        for (i, row) in (first..).zip(band.chunks_exact_mut(n)) {
+            let (lo, hi) = if lower { (0, i + 1) } else { (i, n) };
+            let trow = &mut row[lo..hi];
+            if k == 1 {
+                axpy(trow, -bbar[i], &x[lo..hi]);
+            } else {
+                let bi = &bbar[i * k..i * k + k];
+                for (tij, xj) in trow.iter_mut().zip(x[lo * k..hi * k].chunks_exact(k)) {
+                    *tij -= dot(bi, xj);
+                }
             }
         }
-    }
+    })
 }
 
 /// Y = tril(A) tril(B), A, B n×n, read on and below the diagonal only; all
