@@ -1356,7 +1356,12 @@ function runProgram(prog) {
     const row = Jac.value[0];
     const g = flatOf(E2.value.gradient);
     if (Jac.value.length !== 1 || row.length !== g.length) fail(`jacobian is ${Jac.value.length}×${row?.length}, gradient has ${g.length}`);
+    // One input: forward mode, which gives way to the reverse rows only where an entry is
+    // not finite. So a finite entry may stand against a gradient that overflowed in its own
+    // partials (p/p at p = 1e308: the divisor's -g·x/y² is NaN, the tangent's is finite).
+    const forward = g.length <= 1 && row.every(Number.isFinite);
     for (let i = 0; i < g.length; i++) {
+      if (forward && !Number.isFinite(g[i])) continue;
       if (!(Object.is(row[i], g[i]) || Math.abs(row[i] - g[i]) <= 1e-12 * Math.max(1, Math.abs(g[i])))) fail(`jacobian entry ${i}: ${num(row[i])} vs gradient ${num(g[i])}`);
     }
   }

@@ -641,6 +641,28 @@ describe('3. consistency between jvp, hvp, hessian and jacobian', () => {
     assert.ok(zeros.every((row) => row.every((e) => e === 0)), 'unread columns are zeros');
   });
 
+  test('where forward mode meets 0 × ∞, the Jacobian is the reverse rows: eager, compiled and rebuilt alike', () => {
+    // log of a negative off-diagonal entry is NaN, and its tangent 2·log(x)·0 is NaN too,
+    // though that entry does not depend on p; a reverse sweep never multiplies the term.
+    const A = [[0.13, 1.05], [-0.17, 0.59]];
+    const logDiag = (p) => G.reshape(G.square(G.log(G.addDiag(A, p))), [4]); // 1 → 4: forward first
+    const p = 0.4;
+    const d = (a) => (2 * Math.log(a + p)) / (a + p);
+    // relu(p) = 0 for p < 0, lgamma(0) = ∞: the tangent is digamma(0)·0, the reverse row relu's 0.
+    const reluLgamma = (t) => G.mul(G.lgamma(G.relu(t)), [1, 2]);
+    for (const [name, f, x, want] of [
+      ['log of addDiag', logDiag, p, [[d(0.13)], [0], [0], [d(0.59)]]],
+      ['lgamma of relu', reluLgamma, -0.85, [[0], [0]]],
+    ]) {
+      const c = G.compile(f);
+      const got = [G.jacobian(f)(x), c.jacobian(x), G.compileFromJSON(c.toJSON()).jacobian(x)];
+      near(got[0], want, TIGHT, `${name}: eager`);
+      assert.ok(got[0].every((row) => row.every(Number.isFinite)), `${name}: every entry finite`);
+      assert.deepEqual(got[1], got[0], `${name}: compiled, bit for bit`);
+      assert.deepEqual(got[2], got[0], `${name}: rebuilt, bit for bit`);
+    }
+  });
+
   test('jvp equals jacobian·v (tall and wide, eager and compiled)', () => {
     for (const [name, g, z] of [['tall', tall, xt], ['wide', wide, xw]]) {
       const v = makeRng(name.length).vector(z.length);

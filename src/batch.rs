@@ -450,8 +450,8 @@ pub fn run(
 
 /// A tangent plan's forward Jacobian (`api::plan_jacobian`: `flat` holds
 /// the parameters, then the inputs) on one of the pool's replicas, in the
-/// lanes the replica keeps.
-pub fn columns(pool: &Pool, flat: &[f64], out: &mut [f64]) -> crate::core::error::Result<()> {
+/// lanes the replica keeps; whether every entry is finite.
+pub fn columns(pool: &Pool, flat: &[f64], out: &mut [f64]) -> crate::core::error::Result<bool> {
     let mut r = pool.take();
     let result = crate::api::plan_jacobian(&mut r.plan, flat, out, Some(&mut r.lanes));
     pool.give(r);

@@ -495,5 +495,12 @@ pub extern "C" fn plan_output(p: u32, i: u32, len: u32) -> i32 {
 /// Arguments in scratch 0; the Jacobian to scratch 2, `len` values.
 #[no_mangle]
 pub extern "C" fn plan_jacobian(p: u32, flat: u32, len: u32) -> i32 {
-    status(with_plan(p, |p| api::plan_jacobian(p, buffer(0, flat), buffer(2, len), None)))
+    // 1: every entry finite, 0: not (`api::plan_jacobian`), −1: an error.
+    match with_plan(p, |p| api::plan_jacobian(p, buffer(0, flat), buffer(2, len), None)) {
+        Ok(finite) => i32::from(finite),
+        Err(e) => {
+            fail(&e.0);
+            -1
+        }
+    }
 }

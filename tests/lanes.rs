@@ -301,10 +301,11 @@ fn forward_jacobians_in_lanes_give_the_columns_one_at_a_time() {
         // Twice: the second call replays in the lanes the replica kept.
         for _ in 0..2 {
             let mut out = vec![f64::NAN; expected.len()];
-            batch::columns(&pool, &flat, &mut out).unwrap();
+            let finite = batch::columns(&pool, &flat, &mut out).unwrap();
             for (e, (&a, &b)) in out.iter().zip(&expected).enumerate() {
                 assert!(same(a, b), "{what}, entry {e}: {a} vs {b}");
             }
+            assert_eq!(finite, expected.iter().all(|x| x.is_finite()), "{what}: whether every entry is finite");
         }
     };
     for seed in 0..120u64 {

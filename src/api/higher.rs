@@ -86,7 +86,17 @@ pub fn check_result(what: &str, rows: usize, cols: usize) -> Result<()> {
 /// With `lanes` (a replica's, `batch::columns`), the columns go eight at a
 /// time where every step that depends on the tangents has a lane kernel,
 /// the parameters and inputs held fixed in the lanes: the same bits.
-pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<&mut Option<Lanes>>) -> Result<()> {
+///
+/// Returns whether every entry is finite. Where one is not, forward mode
+/// may disagree with the reverse sweeps SPEC §6 defines the Jacobian by
+/// (a tangent of 0 times an infinite partial is NaN, where a reverse sweep
+/// never multiplies that term), so the caller takes the rows by reverse.
+pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<&mut Option<Lanes>>) -> Result<bool> {
+    forward_jacobian(p, flat, out, lanes)?;
+    Ok(out.iter().fold(true, |finite, x| finite & x.is_finite()))
+}
+
+fn forward_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<&mut Option<Lanes>>) -> Result<()> {
     let n = p.params().len() / 2;
     let q = width(p, n);
     let at = feed(p, 0..n, flat, 0)?;

@@ -59,9 +59,10 @@ pub fn plan_units(
 }
 
 /// A tangent plan's forward Jacobian (`batch::columns`): parameters then
-/// inputs flat in `flat`, the Jacobian into the caller's fresh `out`.
+/// inputs flat in `flat`, the Jacobian into the caller's fresh `out`;
+/// whether every entry is finite (else JavaScript takes reverse rows).
 #[napi(catch_unwind)]
-pub fn plan_columns(pool: &External<Arc<Pool>>, flat: &[f64], mut out: Float64ArraySlice) -> Result<()> {
+pub fn plan_columns(pool: &External<Arc<Pool>>, flat: &[f64], mut out: Float64ArraySlice) -> Result<bool> {
     // SAFETY: a fresh buffer of the caller's, distinct from `flat`.
     batch::columns(pool, flat, unsafe { out.as_mut() }).map_err(super::js_err)
 }

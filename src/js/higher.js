@@ -222,11 +222,15 @@ export function jacobian(f) {
       const n = leaf.data.length;
       if (y._tape !== t) return Array.from({ length: m }, () => new Array(n).fill(0));
       if (n <= m && t.externals === null) {
+        let columns;
         try {
-          return forwardColumns(t, y, leaf, m);
+          columns = forwardColumns(t, y, leaf, m);
         } catch (e) {
           throw prefixed('jacobian', e);
         }
+        // An entry that is not finite may be forward mode's alone (0 times an
+        // infinite partial), so the rows are taken by reverse sweeps then.
+        if (columns.every((row) => row.every(Number.isFinite))) return columns;
       }
       const rows = [];
       for (let i = 0; i < m; i++) {
@@ -492,9 +496,10 @@ export function attachDerivatives(c, resolve, eager) {
     const out = base.reused('jacobian', m * q);
     try {
       // Forward mode where it takes no more passes (one per parameter value against one per
-      // output), since each runs forward only.
-      if (q <= m) N.planColumns(tangentOf(base).pool(), packArgs(base, x, inputs), out);
-      else {
+      // output), since each runs forward only; reverse rows where an entry is not finite
+      // (`api::plan_jacobian` says why), as the eager jacobian does.
+      const columns = q <= m && N.planColumns(tangentOf(base).pool(), packArgs(base, x, inputs), out);
+      if (!columns) {
         const point = new Float64Array(q);
         base.packPoint(x, point, 0);
         rowsOf(base).units(point, base.packInputs(inputs), 'jacobian', out);

@@ -379,8 +379,9 @@ export function loadWasm(bytes = wasmBytes()) {
     planColumns(h, flat, out) {
       const n = put64(0, flat);
       reserve(2, out.length * 8);
-      id(X.plan_jacobian(live(h), n, out.length));
+      const finite = id(X.plan_jacobian(live(h), n, out.length)) === 1;
       get64(2, out);
+      return finite;
     },
 
     planUnits(h, x, inputs, label, rows, rest, value) {
