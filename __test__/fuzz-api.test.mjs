@@ -1358,7 +1358,7 @@ function runProgram(prog) {
     if (Jac.value.length !== 1 || row.length !== g.length) fail(`jacobian is ${Jac.value.length}×${row?.length}, gradient has ${g.length}`);
     // One input: forward mode, which gives way to the reverse rows only where an entry is
     // not finite. So a finite entry may stand against a gradient that overflowed in its own
-    // partials (p/p at p = 1e308: the divisor's -g·x/y² is NaN, the tangent's is finite).
+    // partials (p/p taken twice at p = 1e308: the divisor's -g·x/y² with g = 2 is -∞/∞).
     const forward = g.length <= 1 && row.every(Number.isFinite);
     for (let i = 0; i < g.length; i++) {
       if (forward && !Number.isFinite(g[i])) continue;

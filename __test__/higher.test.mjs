@@ -658,8 +658,8 @@ describe('3. consistency between jvp, hvp, hessian and jacobian', () => {
       const got = [G.jacobian(f)(x), c.jacobian(x), G.compileFromJSON(c.toJSON()).jacobian(x)];
       near(got[0], want, TIGHT, `${name}: eager`);
       assert.ok(got[0].every((row) => row.every(Number.isFinite)), `${name}: every entry finite`);
-      assert.deepEqual(got[1], got[0], `${name}: compiled, bit for bit`);
-      assert.deepEqual(got[2], got[0], `${name}: rebuilt, bit for bit`);
+      assert.deepStrictEqual(got[1], got[0], `${name}: compiled, bit for bit`);
+      assert.deepStrictEqual(got[2], got[0], `${name}: rebuilt, bit for bit`);
     }
   });
 

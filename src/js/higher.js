@@ -498,8 +498,8 @@ export function attachDerivatives(c, resolve, eager) {
       // Forward mode where it takes no more passes (one per parameter value against one per
       // output), since each runs forward only; reverse rows where an entry is not finite
       // (`api::plan_jacobian` says why), as the eager jacobian does.
-      const columns = q <= m && N.planColumns(tangentOf(base).pool(), packArgs(base, x, inputs), out);
-      if (!columns) {
+      const forward = q <= m && N.planColumns(tangentOf(base).pool(), packArgs(base, x, inputs), out);
+      if (!forward) {
         const point = new Float64Array(q);
         base.packPoint(x, point, 0);
         rowsOf(base).units(point, base.packInputs(inputs), 'jacobian', out);

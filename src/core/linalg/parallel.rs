@@ -37,22 +37,22 @@ fn split(out: &mut [f64], unit: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
     split_in(out, unit, parts(out.len(), unit), f)
 }
 
-/// `split` into `threads` parts.
+/// `split` into `threads` parts (one, the whole, under WebAssembly).
 #[inline(always)]
 fn split_in(out: &mut [f64], unit: usize, threads: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
-    if threads <= 1 {
-        return f(0, out);
-    }
-    let size = out.len().div_ceil(unit).div_ceil(threads) * unit;
     #[cfg(not(target_arch = "wasm32"))]
-    {
+    if threads > 1 {
+        let size = out.len().div_ceil(unit).div_ceil(threads) * unit;
         let f = &f;
         rayon::scope(|s| {
             for (i, part) in out.chunks_mut(size).enumerate() {
                 s.spawn(move |_| f(i * size, part));
             }
         });
+        return;
     }
+    let _ = (unit, threads);
+    f(0, out)
 }
 
 /// Sums over at least this many values are taken in chunks of `SUM_CHUNK`,
@@ -91,14 +91,11 @@ pub fn triangle_rows(out: &mut [f64], n: usize, lower: bool, f: impl Fn(usize, &
     }
     let out = &mut out[..n * n];
     let threads = parts(n * n / 2, n);
-    if threads <= 1 {
-        return f(0, out);
-    }
-    // The lower triangle's first r rows hold about r²/2 entries.
-    let edge = |p: usize| (n as f64 * (p as f64 / threads as f64).sqrt()).round() as usize;
-    let ends: Vec<usize> = (1..=threads).map(|p| if lower { edge(p) } else { n - edge(threads - p) }).collect();
     #[cfg(not(target_arch = "wasm32"))]
-    {
+    if threads > 1 {
+        // The lower triangle's first r rows hold about r²/2 entries.
+        let edge = |p: usize| (n as f64 * (p as f64 / threads as f64).sqrt()).round() as usize;
+        let ends: Vec<usize> = (1..=threads).map(|p| if lower { edge(p) } else { n - edge(threads - p) }).collect();
         let f = &f;
         rayon::scope(|s| {
             let (mut rest, mut first) = (out, 0);
@@ -110,7 +107,10 @@ pub fn triangle_rows(out: &mut [f64], n: usize, lower: bool, f: impl Fn(usize, &
                 (rest, first) = (tail, end.max(first));
             }
         });
+        return;
     }
+    let _ = (lower, threads);
+    f(0, out)
 }
 
 /// `f(at, part)` over consecutive parts of `out`, `at` each part's offset.
