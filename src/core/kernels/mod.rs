@@ -217,8 +217,9 @@ fn elementwise_adjoint(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &
 /// chunks of `parallel::sum_chunks` (a row's sums keep their one order).
 fn elementwise_adjoint_parts(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &mut [f64]) {
     let [a, b, out, g] = reads;
-    let sums = matches!((bc, k), (Broadcast::ScalarLeft, 0) | (Broadcast::ScalarRight, 1));
-    if sums && parallel::sums_in_chunks(g.len()) {
+    if matches!((bc, k), (Broadcast::ScalarLeft, 0) | (Broadcast::ScalarRight, 1)) {
+        // Each chunk's sum is 0 + sum_by's, which is never −0: below the
+        // chunks, the same bits as adding sum_by's to d[0] at once.
         let total = parallel::sum_chunks(g.len(), |r| {
             let (a, b) = if k == 0 { (a, &b[r.clone()]) } else { (&a[r.clone()], b) };
             let mut sum = [0.0];

@@ -60,9 +60,9 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64], par: Par) -> bool {
     if with_scratch(req, |stack| llt::cholesky_in_place(m, Default::default(), par, stack, params)).is_err() {
         return false;
     }
-    parallel::rows(l, n, |r0, band| {
-        for (r, row) in band.chunks_exact_mut(n).enumerate() {
-            row[r0 + r + 1..].fill(0.0);
+    parallel::triangle_rows(l, n, false, |first, band| {
+        for (i, row) in (first..).zip(band.chunks_exact_mut(n)) {
+            row[i + 1..].fill(0.0);
         }
     });
     true

@@ -10,7 +10,6 @@ use std::ops::Range;
 /// matrix). From 2^17, a GP at n = 500 took 9.5 ms a call on two threads
 /// against 7.9 on one: waking rayon's sleeping threads for each of some
 /// twenty passes of 0.1–0.4 ms cost more than half of each pass saved.
-#[cfg(not(target_arch = "wasm32"))]
 const SPLIT_FROM: usize = 1 << 19;
 
 /// The parts to split `len` elements into, in whole units of `unit`.
@@ -55,22 +54,17 @@ fn split_in(out: &mut [f64], unit: usize, threads: usize, f: impl Fn(usize, &mut
     f(0, out)
 }
 
-/// Sums over at least this many values are taken in chunks of `SUM_CHUNK`,
-/// under every build, so that their bits depend on the length alone.
-const CHUNKED_SUM_FROM: usize = 1 << 19;
+/// Sums over `SPLIT_FROM` values or more are taken in chunks of this many,
+/// under every build (the WebAssembly one on its one thread), so that their
+/// bits depend on the length alone.
 const SUM_CHUNK: usize = 1 << 16;
 
-/// Whether `sum_chunks` cuts a sum over `len` values into chunks.
-pub fn sums_in_chunks(len: usize) -> bool {
-    len >= CHUNKED_SUM_FROM
-}
-
-/// Σ of `f` over consecutive chunks of `0..len`: below `CHUNKED_SUM_FROM`
-/// one chunk, `f(0..len)`; from there chunks of `SUM_CHUNK` values, summed
-/// on the threads a kernel may take and added left to right. (A sum split
-/// by the thread count would round differently on every machine.)
+/// Σ of `f` over consecutive chunks of `0..len`: below `SPLIT_FROM` one
+/// chunk, `f(0..len)`; from there chunks of `SUM_CHUNK` values, summed on
+/// the threads a kernel may take and added left to right. (A sum split by
+/// the thread count would round differently on every machine.)
 pub fn sum_chunks(len: usize, f: impl Fn(Range<usize>) -> f64 + Sync) -> f64 {
-    if !sums_in_chunks(len) {
+    if len < SPLIT_FROM {
         return f(0..len);
     }
     let mut sums = vec![0.0; len.div_ceil(SUM_CHUNK)];
