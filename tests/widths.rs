@@ -1,5 +1,5 @@
-//! The elementwise kernels (kernels/mod.rs, `elementwise_values` and
-//! `elementwise_adjoint`) and the small products (kernels/matrix.rs,
+//! The elementwise kernels (rules/elementwise.rs, `values` and
+//! `adjoint_loop`) and the small products (kernels/matrix.rs,
 //! `small_gemm`, `matvec_t_acc`) are compiled per x86-64 vector width
 //! (`widest!`) and must give the same bits at every width: each op, each
 //! broadcast, forward and adjoint, on values that include zeros of both

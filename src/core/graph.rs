@@ -4,6 +4,7 @@
 use super::error::{Error, Result};
 use super::kernels::scalar::{self, Formula};
 use super::kernels::{self, Inputs, Operand};
+use super::rules;
 use super::op::{Op, Parents};
 use super::shape::{Shape, MAX_ELEMENTS};
 use crate::fail;
@@ -123,7 +124,7 @@ pub fn eval(nodes: &[Node], id: usize, values: &mut [f64], aux: &mut [f64]) -> R
     let (lower, upper) = values.split_at_mut(node.val);
     let (out, above) = upper.split_at_mut(node.shape.size());
     let p = Inputs { operands: nodes, parents: &node.parents, values: lower, above, above_from: node.val + node.shape.size() };
-    kernels::forward(node.op, &p, out, &mut aux[node.aux..node.aux + node.aux_len])
+    rules::forward(node.op, &p, out, &mut aux[node.aux..node.aux + node.aux_len])
 }
 
 /// Propagate node `id`'s adjoint to each parent that `needs` one.
@@ -140,7 +141,7 @@ pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux
     let p = inputs(nodes, node, values);
     let out = &values[node.range()];
     let aux = &mut aux[node.aux..node.aux + node.aux_len];
-    kernels::adjoint(node.op, &p, out, g, aux, |parent| needs[parent as usize], lower);
+    rules::adjoint(node.op, &p, out, g, aux, |parent| needs[parent as usize], lower);
 }
 
 /// `propagate` in a plan's adjoint arena, where node `i`'s adjoint lies at
@@ -159,7 +160,7 @@ pub fn propagate_at(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], 
     let mut split = Split { left, right, right_start: at[id] + size, at };
     let p = inputs(nodes, node, values);
     let aux = &mut aux[node.aux..node.aux + node.aux_len];
-    kernels::adjoint(node.op, &p, &values[node.range()], g, aux, |parent| needs[parent as usize], &mut split);
+    rules::adjoint(node.op, &p, &values[node.range()], g, aux, |parent| needs[parent as usize], &mut split);
 }
 
 /// A plan's adjoint arena but the adjoint being propagated: what lies

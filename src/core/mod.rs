@@ -9,6 +9,7 @@ pub mod linalg;
 pub mod math;
 pub mod op;
 pub mod plan;
+pub mod rules;
 pub mod shape;
 pub mod special;
 pub mod tangent;

@@ -1,5 +1,5 @@
 //! The elementwise ops' formulas on one element, in one place: the
-//! elementwise kernels (kernels/mod.rs) apply them across whole arrays, a
+//! elementwise rules (rules/elementwise.rs) apply them across whole arrays, a
 //! plan's scalar steps (plan/), the eager tape's scalar nodes (graph.rs)
 //! and its queued scalars (tape.rs) one node at a time, so all compute
 //! bit-identical values and adjoints. A formula is a byte (`Formula`) with pow's exponent beside it,

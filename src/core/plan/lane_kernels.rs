@@ -1,4 +1,4 @@
-//! The kernels of a lane replay (lanes.rs): each op of kernels/mod.rs that a
+//! The kernels of a lane replay (lanes.rs): each op of core/rules that a
 //! batch replays `LANES` points at a time, on an arena of lanes (element
 //! `e` of a node's value for point `l` at `arena[layout.value[id] + e][l]`).
 //!
@@ -306,7 +306,7 @@ fn columns_of(k: usize, a: &[f64], at: [usize; LANES], c: Lane, out: &[Cell<Lane
 }
 
 /// A laned node's adjoint accumulated into each parent that `takes` one,
-/// in the order and by the expressions of `kernels::adjoint`; written,
+/// in the order and by the expressions of `rules::adjoint`; written,
 /// where it is a parent's `first` term. `v` holds values and adjoints.
 #[inline(always)]
 pub fn adjoint(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &[Cell<Lane>], takes: impl Fn(u32) -> bool, first: &[Term]) {

@@ -7,12 +7,13 @@
 use super::{Plan, Step};
 use crate::core::graph::Node;
 use crate::core::kernels::{self, scalar, scalar::Formula, Inputs};
+use crate::core::rules;
 use crate::core::linalg::parallel;
 use crate::core::op::Op;
 use crate::core::shape::Shape;
 
 /// Mark in `read` the values that node `id`'s step of the sweep reads: its
-/// operands' or its own, as its adjoint kernel (`kernels::adjoint`) does.
+/// operands' or its own, as its adjoint kernel (`rules::adjoint`) does.
 /// What is not listed reads its operands and its value.
 fn reads_in_sweep(nodes: &[Node], id: u32, needs: &[bool], read: &mut [bool]) {
     let node = &nodes[id as usize];
@@ -225,7 +226,7 @@ impl Plan {
                     let p = Inputs { operands: &g.nodes, parents: &node.parents, values, above: &region.zeros, above_from: kept };
                     let out = if node.val < kept { &values[node.range()] } else { &region.zeros[node.val - kept..][..size] };
                     let aux = &mut g.aux[node.aux..node.aux + node.aux_len];
-                    kernels::adjoint(node.op, &p, out, grad, aux, |q| self.needs[q as usize], &mut split);
+                    rules::adjoint(node.op, &p, out, grad, aux, |q| self.needs[q as usize], &mut split);
                 }
             }
         }

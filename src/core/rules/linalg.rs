@@ -1,0 +1,130 @@
+//! The factorization and the solves: cholesky, triangularSolve and
+//! solveGeneral. Their kernels are in `core/linalg`; here, which kernel
+//! each rule calls, and the tangents, found by differentiating the
+//! equation the result satisfies:
+//! - cholesky: L̇ = L Φ(L⁻¹ sym(Ȧ) L⁻ᵀ), Φ the lower triangle with half its
+//!   diagonal; sym(Ȧ) = (Ȧ + Ȧᵀ)/2, the direction the symmetrized adjoint
+//!   (SPEC §5) is the gradient along;
+//! - triangularSolve: Ẋ = T⁻¹(Ḃ − tri(Ṫ) X), tri the triangle T's solve reads;
+//! - solveGeneral: Ẋ = A⁻¹(Ḃ − Ȧ X).
+
+use crate::core::error::Result;
+use crate::core::kernels::matrix;
+use crate::core::kernels::{Inputs, Operand};
+use crate::core::linalg;
+use crate::core::op::Op;
+use crate::core::shape::Shape;
+use super::Record;
+
+/// Right-hand-side columns: a vector is one.
+fn rhs_cols(s: Shape) -> usize {
+    match s {
+        Shape::Matrix(_, k) => k,
+        _ => 1,
+    }
+}
+
+/// The value; a solveGeneral keeps its LU factors and pivots in `aux`.
+pub(super) fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f64]) -> Result<()> {
+    let v = |k: usize| p.val(k);
+    let n = p.shape(0).rows_cols().0;
+    match op {
+        Op::Cholesky => linalg::cholesky(v(0), n, out)?,
+        Op::TriangularSolve { lower } => linalg::triangular_solve(v(0), n, lower, v(1), rhs_cols(p.shape(1)), out),
+        Op::SolveGeneral => {
+            let (lu, rest) = aux.split_at_mut(n * n);
+            let perm = &mut rest[..n];
+            linalg::lu_factor(v(0), n, lu, perm)?;
+            linalg::lu_solve(lu, perm, n, v(1), rhs_cols(p.shape(1)), out)
+        }
+        _ => unreachable!("{} is not a factorization or solve", op.name()),
+    }
+    Ok(())
+}
+
+/// What a solve's adjoint shares between its operands, done once per
+/// sweep before `adjoint` is called for each: B̄ = A⁻ᵀ X̄, into `aux`.
+pub(super) fn prepare_adjoint<N: Operand>(op: Op, p: &Inputs<N>, g: &[f64], aux: &mut [f64]) {
+    let n = p.shape(0).rows_cols().0;
+    match op {
+        Op::TriangularSolve { lower } => linalg::triangular_solve_bbar(p.val(0), n, lower, g, rhs_cols(p.shape(1)), aux),
+        Op::SolveGeneral => {
+            let (lu, rest) = aux.split_at_mut(n * n);
+            let (perm, bbar) = rest.split_at_mut(n);
+            linalg::lu_solve_transpose(lu, perm, n, g, rhs_cols(p.shape(1)), bbar)
+        }
+        _ => {}
+    }
+}
+
+/// Operand `k`'s share of the adjoint `g` of a node whose value is `out`, added to `d`.
+pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &mut [f64], d: &mut [f64]) {
+    let n = p.shape(0).rows_cols().0;
+    match op {
+        Op::Cholesky => linalg::cholesky_adjoint(out, g, n, aux, d),
+        Op::TriangularSolve { lower } if k == 0 => linalg::triangular_solve_tbar(n, lower, aux, out, rhs_cols(p.shape(1)), d),
+        Op::TriangularSolve { .. } => matrix::axpy(1.0, aux, d),
+        Op::SolveGeneral if k == 0 => linalg::sub_outer(n, &aux[n * n + n..], out, rhs_cols(p.shape(1)), d),
+        Op::SolveGeneral => matrix::axpy(1.0, &aux[n * n + n..], d),
+        _ => unreachable!("{} is not a factorization or solve", op.name()),
+    }
+}
+
+pub(super) fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Option<u32>]) -> Result<Option<u32>> {
+    match op {
+        Op::Cholesky => {
+            let ta = ts[0].expect("one operand");
+            let n = r.shape(y).rows_cols().0;
+            // A tangent symmetric by construction is its own symmetric part.
+            let sym = if r.symmetric(ta) {
+                ta
+            } else {
+                let (half, at) = (r.number(0.5)?, r.op(Op::Transpose, &[ta])?);
+                let both = r.op(Op::Add, &[ta, at])?;
+                r.op(Op::Mul, &[both, half])?
+            };
+            let lower = Op::TriangularSolve { lower: true };
+            let w = r.op(lower, &[y, sym])?;
+            let wt = r.op(Op::Transpose, &[w])?;
+            let z = r.op(lower, &[y, wt])?;
+            let phi = r.half_lower(n)?;
+            let zl = r.op(Op::Mul, &[z, phi])?;
+            r.op(Op::LowerMatmul, &[y, zl]).map(Some)
+        }
+        Op::TriangularSolve { lower } => {
+            let n = r.shape(p[0]).rows_cols().0;
+            let moved = match ts[0] {
+                Some(tt) => {
+                    let mask = r.triangle(n, lower)?;
+                    let tri = r.op(Op::Mul, &[tt, mask])?;
+                    Some(r.op(Op::Matmul, &[tri, y])?)
+                }
+                None => None,
+            };
+            solve_tangent(r, op, p[0], ts[1], moved)
+        }
+        Op::SolveGeneral => {
+            let moved = match ts[0] {
+                Some(ta) => Some(r.op(Op::Matmul, &[ta, y])?),
+                None => None,
+            };
+            solve_tangent(r, op, p[0], ts[1], moved)
+        }
+        _ => unreachable!("{} is not a factorization or solve", op.name()),
+    }
+}
+
+/// `solve(a, ḃ − moved)`, the tangent of a solve's result, where `moved`
+/// is what the matrix's own tangent takes off the right-hand side.
+fn solve_tangent(r: &mut dyn Record, solve: Op, a: u32, tb: Option<u32>, moved: Option<u32>) -> Result<Option<u32>> {
+    let rhs = match (tb, moved) {
+        (Some(tb), Some(m)) => r.op(Op::Sub, &[tb, m])?,
+        (Some(tb), None) => tb,
+        (None, Some(m)) => {
+            let x = r.op(solve, &[a, m])?;
+            return r.op(Op::Neg, &[x]).map(Some);
+        }
+        (None, None) => return Ok(None),
+    };
+    r.op(solve, &[a, rhs]).map(Some)
+}

@@ -1,0 +1,150 @@
+//! Every op's rules, kept together by family, as JAX registers a primitive
+//! with its implementation, its jvp and its transpose: the value
+//! (`forward`), the adjoint (reverse mode: `adjoint`) and the tangent
+//! (forward mode: `tangent`, written as ops on the graph, which
+//! `core::tangent` records). One file per family, named by how its tangent
+//! is made:
+//! - `elementwise.rs`: add … gt and the unary ops, on the per-element
+//!   formulas of `kernels/scalar.rs` (a tangent: each operand's tangent
+//!   times its partial);
+//! - `linear.rs`: sum, mean, transpose, diagPart, addDiag, reshape, slice,
+//!   concat (a tangent: the op on the tangents);
+//! - `products.rs`: matmul, dot, lowerMatmul (the product rule);
+//! - `linalg.rs`: cholesky, triangularSolve, solveGeneral (tangents by
+//!   differentiating the equation the result solves).
+//!
+//! Adding an op: its variant and shape rule in `op.rs`, its family in
+//! `family` below, and its three rules in that family's file; for speed in
+//! a batch, a lane kernel too (`plan/lane_kernels.rs`). The loops the rules
+//! call are in `kernels/` and `linalg/`; they never allocate.
+
+mod elementwise;
+mod linalg;
+mod linear;
+mod products;
+
+use super::error::Result;
+use super::kernels::{Adjoints, Inputs, Operand};
+use super::op::Op;
+use super::shape::Shape;
+use crate::fail;
+
+/// The families above, and the leaves, which have no rule.
+enum Family {
+    Leaf,
+    Elementwise,
+    Linear,
+    Product,
+    Linalg,
+}
+
+/// Each op's family: the one list of which rules an op has.
+fn family(op: Op) -> Family {
+    match op {
+        Op::Leaf | Op::Input | Op::Const | Op::External => Family::Leaf,
+        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => Family::Elementwise,
+        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
+            Family::Elementwise
+        }
+        Op::Sum | Op::Mean | Op::Transpose | Op::DiagPart | Op::AddDiag | Op::Reshape(_) | Op::Slice { .. } | Op::Concat { .. } => Family::Linear,
+        Op::Matmul | Op::Dot | Op::LowerMatmul => Family::Product,
+        Op::Cholesky | Op::TriangularSolve { .. } | Op::SolveGeneral => Family::Linalg,
+    }
+}
+
+/// Compute a node's value from its parents', into `out`; `aux` is the
+/// op's scratch (an LU's factors, kept for its adjoint).
+pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f64]) -> Result<()> {
+    match family(op) {
+        Family::Leaf => Ok(()),
+        Family::Elementwise => elementwise::forward(op, p, out),
+        Family::Linear => {
+            linear::forward(op, p, out);
+            Ok(())
+        }
+        Family::Product => {
+            products::forward(op, p, out);
+            Ok(())
+        }
+        Family::Linalg => linalg::forward(op, p, out, aux),
+    }
+}
+
+/// Accumulate the adjoint `g` of a node whose value is `out` into the
+/// adjoint of each parent that `needs` one, in `adj`, parent 0 first.
+pub fn adjoint<N: Operand, A: Adjoints + ?Sized>(op: Op, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &mut [f64], needs: impl Fn(u32) -> bool, adj: &mut A) {
+    match family(op) {
+        Family::Leaf => {}
+        Family::Elementwise => each_parent(p, needs, adj, |k, d| elementwise::adjoint(op, k, p, out, g, d)),
+        Family::Linear => match op {
+            // Concat's parts in one walk for all of them: a walk per part
+            // would be quadratic in the number of parts.
+            Op::Concat { axis } => linear::concat_adjoint(axis, p, g, needs, adj),
+            _ => each_parent(p, needs, adj, |k, d| linear::adjoint(op, k, p, g, d)),
+        },
+        Family::Product => each_parent(p, needs, adj, |k, d| products::adjoint(op, k, p, g, d)),
+        Family::Linalg => {
+            linalg::prepare_adjoint(op, p, g, aux);
+            each_parent(p, needs, adj, |k, d| linalg::adjoint(op, k, p, out, g, aux, d))
+        }
+    }
+}
+
+/// `share(k, adjoint of parent k)` for each parent that `needs` one, in order.
+#[inline(always)]
+fn each_parent<N: Operand, A: Adjoints + ?Sized>(p: &Inputs<N>, needs: impl Fn(u32) -> bool, adj: &mut A, mut share: impl FnMut(usize, &mut [f64])) {
+    for (k, &parent) in p.parents.iter().enumerate() {
+        if needs(parent) {
+            share(k, adj.of(parent, p.range(k)));
+        }
+    }
+}
+
+/// The tangent of node `y = op(p)`, recorded on `r`'s graph, given its
+/// parents' tangents `ts` (at least one present); `None` for a zero tangent.
+pub fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Option<u32>]) -> Result<Option<u32>> {
+    match family(op) {
+        Family::Leaf if op == Op::External => fail!("this objective holds a node built outside this package's ops, which has no forward rule."),
+        Family::Leaf => Ok(None),
+        Family::Elementwise => elementwise::tangent(r, op, y, p, ts),
+        Family::Linear => linear::tangent(r, op, y, p, ts),
+        Family::Product => products::tangent(r, op, y, p, ts),
+        Family::Linalg => linalg::tangent(r, op, y, p, ts),
+    }
+}
+
+/// What a tangent rule records its ops on (`core::tangent`'s recorder,
+/// over the graph): nodes by id, each constant recorded once.
+pub trait Record {
+    /// The node `op(parents)`.
+    fn op(&mut self, op: Op, parents: &[u32]) -> Result<u32>;
+    fn shape(&self, id: u32) -> Shape;
+    /// A scalar constant.
+    fn number(&mut self, x: f64) -> Result<u32>;
+    fn zeros(&mut self, shape: Shape) -> Result<u32>;
+    /// n×n: 1 on and below the diagonal (`lower`) or on and above it.
+    fn triangle(&mut self, n: usize, lower: bool) -> Result<u32>;
+    /// n×n: 1 below the diagonal, 1/2 on it, 0 above (the Cholesky tangent's Φ).
+    fn half_lower(&mut self, n: usize) -> Result<u32>;
+    /// Whether node `id` is a symmetric matrix whatever the leaves hold.
+    fn symmetric(&mut self, id: u32) -> bool;
+
+    /// `t` spread to `shape` by the broadcasting rules (a scalar or a row
+    /// under a matrix), as the op whose tangent it is spread its operand.
+    fn spread(&mut self, t: u32, shape: Shape) -> Result<u32> {
+        if self.shape(t) == shape {
+            return Ok(t);
+        }
+        let zeros = self.zeros(shape)?;
+        self.op(Op::Add, &[zeros, t])
+    }
+
+    /// `a + b` of two optional tangents, spread to `shape` when one is missing.
+    fn sum(&mut self, a: Option<u32>, b: Option<u32>, shape: Shape) -> Result<Option<u32>> {
+        Ok(Some(match (a, b) {
+            (Some(a), Some(b)) => self.op(Op::Add, &[a, b])?,
+            (Some(t), None) | (None, Some(t)) => self.spread(t, shape)?,
+            (None, None) => return Ok(None),
+        }))
+    }
+}
