@@ -493,8 +493,8 @@ pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64]
             point[x.len() + from + i] = 1.0;
         }
         let chunk = match &mut replicas {
-            Replicas::Own(p) => Replicas::Own(&mut **p),
-            Replicas::Pool(pool) => Replicas::Pool(*pool),
+            Replicas::Own(p) => Replicas::Own(p),
+            Replicas::Pool(pool) => Replicas::Pool(pool),
         };
         run(chunk, &params[..k * width], inputs, k, 0, &mut values[..k], &mut grads[..k * width], value.take(), same)?;
         for (i, g) in grads.chunks_exact(width).take(k).enumerate() {

@@ -84,11 +84,13 @@ const ADJOINT_PARALLEL_FROM: usize = 2_000_000;
 /// columns before J, C = the rows after J):
 ///   1. S = A_DD − L_DR L_DRᵀ       2. L_DD = chol(S)
 ///   3. T = A_CD − L_CR L_DRᵀ       4. L_CD = T L_DD⁻ᵀ
+///
 /// Its reverse, from the last block to the first, on W (L̄, then Φ):
 ///   4. W_CD = L̄_CD L_DD⁻¹ (this is Φ_CD), W_DD −= tril(W_CDᵀ L_CD)
 ///   3. W_CR −= W_CD L_DR, W_DR −= W_CDᵀ L_CR
 ///   2. W_DD = Φ_DD by the unblocked reverse sweep of `cholesky.rs`
 ///   1. W_DR −= (Φ_DD + Φ_DDᵀ) L_DR
+///
 /// Every later block has given its share to W's columns J before J's turn.
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], par: Par) {
     let w = super::cholesky::lower_triangle(lbar, n, work);

@@ -287,6 +287,7 @@ fn one_per_lane(x: &[Cell<Lane>]) -> Option<([usize; LANES], Lane)> {
 
 /// Whether every entry of `a` is finite: then each term a_ij · 0 of a
 /// product with a vector of one non-zero is a zero.
+#[allow(clippy::eq_op)] // x − x is the test
 fn every_finite(a: &[f64]) -> bool {
     let (body, rest) = a.as_chunks::<LANES>();
     // x − x is 0 for a finite x and NaN otherwise; summed across lanes in registers.
