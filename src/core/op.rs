@@ -92,8 +92,9 @@ ops! {
     Cholesky = Op::Cholesky,
     TriangularSolve { lower: bool } = Op::TriangularSolve { lower: true },
     SolveGeneral = Op::SolveGeneral,
-    /// The ops below only tangent rules record (kernels/tangent.rs): no
-    /// plan names them and no JavaScript function makes them.
+    /// The ops below only tangent rules record (core/rules: elementwise.rs's
+    /// digamma, ge and gt): no plan names them and no JavaScript function
+    /// makes them.
     Digamma = Op::Digamma,
     Ge = Op::Ge,
     Gt = Op::Gt,

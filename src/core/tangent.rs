@@ -4,7 +4,7 @@
 //! rule (`core/rules`, where each family keeps its forward, adjoint and
 //! tangent rules together). What it records is plain graph: evaluated on
 //! the spot on an eager tape, compiled into a plan like any objective, and
-//! swept back by the adjoint kernels. So a Hessian-vector product is the
+//! swept back by the adjoint rules. So a Hessian-vector product is the
 //! gradient of the scalar tangent ∇f·v (reverse over forward), with no
 //! second set of rules.
 

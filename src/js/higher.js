@@ -1,6 +1,7 @@
 // Forward mode and second order: jvp, hvp and hessian, eager and on a
 // compiled plan, and the compiled jacobian. The tangent of an objective is
-// recorded by the core as ops (src/core/tangent.rs); a Hessian-vector
+// recorded by the core as ops (src/core/tangent.rs, each op's rule in
+// src/core/rules); a Hessian-vector
 // product is the gradient of the scalar tangent ∇f·v, swept back like any
 // objective. Eager, compiled and rebuilt results agree bit for bit: the
 // three record the same ops in the same order.

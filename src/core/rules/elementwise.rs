@@ -27,7 +27,7 @@ macro_rules! for_each_op {
                 const $o: Formula = Formula::$name;
                 $apply
             })+
-            _ => {}
+            _ => unreachable!("{} is not in this loop's list", $op.name()),
         }
     };
 }
@@ -48,7 +48,10 @@ pub(super) fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64]) -> Res
         Op::Tanh => parallel::zip(v(0), out, fastmath::tanh_slice),
         // Under WebAssembly blocked too (math/host_exp.rs); natively libm's, element by element.
         Op::Exp => parallel::zip(v(0), out, math::exp_slice),
-        _ => parallel::zip(v(0), out, |a, out| values(op, Broadcast::Same, a, a, out)),
+        Op::Neg | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
+            parallel::zip(v(0), out, |a, out| values(op, Broadcast::Same, a, a, out))
+        }
+        _ => unreachable!("{} is not elementwise", op.name()),
     }
     Ok(())
 }
@@ -192,7 +195,10 @@ pub(super) fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Optio
             };
             r.sum(a, b, shape)
         }
-        _ => unary_tangent(r, op, y, p[0], t(0).expect("a unary op's tangent comes from its operand")),
+        Op::Neg | Op::Exp | Op::Log | Op::Sqrt | Op::Square | Op::Tanh | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Pow(_) => {
+            unary_tangent(r, op, y, p[0], t(0).expect("a unary op's tangent comes from its operand"))
+        }
+        _ => unreachable!("{} is not elementwise", op.name()),
     }
 }
 

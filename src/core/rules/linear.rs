@@ -7,7 +7,7 @@ use crate::core::kernels::matrix;
 use crate::core::kernels::{Adjoints, Inputs, Operand};
 use crate::core::linalg::parallel;
 use crate::core::op::Op;
-use super::Record;
+use super::{each_parent, Record};
 
 pub(super) fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64]) {
     let v = |k: usize| p.val(k);
@@ -51,8 +51,26 @@ pub(super) fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64]) {
     }
 }
 
-/// Operand `k`'s share of the adjoint `g`, added to `d` (concat: `concat_adjoint`).
-pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, g: &[f64], d: &mut [f64]) {
+/// The adjoint `g` added to each operand's adjoint that `needs` one.
+pub(super) fn adjoint<N: Operand, A: Adjoints + ?Sized>(op: Op, p: &Inputs<N>, g: &[f64], needs: impl Fn(u32) -> bool, adj: &mut A) {
+    match op {
+        // The parts in one walk for all of them: a walk per part would be
+        // quadratic in the number of parts.
+        Op::Concat { axis } => {
+            let matrix = p.shape(0).rank() == 2;
+            matrix::for_concat(p.parents.len(), |k| p.dims(k), axis, matrix, |k, from, to, len| {
+                if needs(p.parents[k]) {
+                    let part = adj.of(p.parents[k], p.range(k));
+                    matrix::axpy(1.0, &g[to..to + len], &mut part[from..from + len])
+                }
+            });
+        }
+        _ => each_parent(p, needs, adj, |k, d| share(op, k, p, g, d)),
+    }
+}
+
+/// Operand `k`'s share of the adjoint `g`, added to `d`.
+fn share<N: Operand>(op: Op, k: usize, p: &Inputs<N>, g: &[f64], d: &mut [f64]) {
     match op {
         Op::Sum => parallel::chunks(d, |_, d| d.iter_mut().for_each(|di| *di += g[0])),
         Op::Mean => {
@@ -88,20 +106,8 @@ pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, g: &[f64], d:
                 matrix::axpy(1.0, &g[dst..dst + len], &mut d[src..src + len])
             })
         }
-        _ => unreachable!("{} has no adjoint by operand", op.name()),
+        _ => unreachable!("{} is not a linear op", op.name()),
     }
-}
-
-/// Concat's adjoint: every part that `needs` one takes its block of `g`,
-/// in one walk over the parts.
-pub(super) fn concat_adjoint<N: Operand, A: Adjoints + ?Sized>(axis: u8, p: &Inputs<N>, g: &[f64], needs: impl Fn(u32) -> bool, adj: &mut A) {
-    let matrix = p.shape(0).rank() == 2;
-    matrix::for_concat(p.parents.len(), |k| p.dims(k), axis, matrix, |k, from, to, len| {
-        if needs(p.parents[k]) {
-            let part = adj.of(p.parents[k], p.range(k));
-            matrix::axpy(1.0, &g[to..to + len], &mut part[from..from + len])
-        }
-    });
 }
 
 pub(super) fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Option<u32>]) -> Result<Option<u32>> {
@@ -125,6 +131,7 @@ pub(super) fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Optio
             }
             r.op(op, &parts).map(Some)
         }
-        _ => r.op(op, &[ts[0].expect("one operand")]).map(Some),
+        Op::Sum | Op::Mean | Op::Transpose | Op::DiagPart | Op::Reshape(_) | Op::Slice { .. } => r.op(op, &[ts[0].expect("one operand")]).map(Some),
+        _ => unreachable!("{} is not a linear op", op.name()),
     }
 }

@@ -13,10 +13,8 @@
 //! - `linalg.rs`: cholesky, triangularSolve, solveGeneral (tangents by
 //!   differentiating the equation the result solves).
 //!
-//! Adding an op: its variant and shape rule in `op.rs`, its family in
-//! `family` below, and its three rules in that family's file; for speed in
-//! a batch, a lane kernel too (`plan/lane_kernels.rs`). The loops the rules
-//! call are in `kernels/` and `linalg/`; they never allocate.
+//! Adding an op: ARCHITECTURE.md, "Where to add an op". The loops the
+//! rules call are in `kernels/` and `linalg/`; they never allocate.
 
 mod elementwise;
 mod linalg;
@@ -76,12 +74,7 @@ pub fn adjoint<N: Operand, A: Adjoints + ?Sized>(op: Op, p: &Inputs<N>, out: &[f
     match family(op) {
         Family::Leaf => {}
         Family::Elementwise => each_parent(p, needs, adj, |k, d| elementwise::adjoint(op, k, p, out, g, d)),
-        Family::Linear => match op {
-            // Concat's parts in one walk for all of them: a walk per part
-            // would be quadratic in the number of parts.
-            Op::Concat { axis } => linear::concat_adjoint(axis, p, g, needs, adj),
-            _ => each_parent(p, needs, adj, |k, d| linear::adjoint(op, k, p, g, d)),
-        },
+        Family::Linear => linear::adjoint(op, p, g, needs, adj),
         Family::Product => each_parent(p, needs, adj, |k, d| products::adjoint(op, k, p, g, d)),
         Family::Linalg => {
             linalg::prepare_adjoint(op, p, g, aux);
@@ -92,7 +85,7 @@ pub fn adjoint<N: Operand, A: Adjoints + ?Sized>(op: Op, p: &Inputs<N>, out: &[f
 
 /// `share(k, adjoint of parent k)` for each parent that `needs` one, in order.
 #[inline(always)]
-fn each_parent<N: Operand, A: Adjoints + ?Sized>(p: &Inputs<N>, needs: impl Fn(u32) -> bool, adj: &mut A, mut share: impl FnMut(usize, &mut [f64])) {
+pub(super) fn each_parent<N: Operand, A: Adjoints + ?Sized>(p: &Inputs<N>, needs: impl Fn(u32) -> bool, adj: &mut A, mut share: impl FnMut(usize, &mut [f64])) {
     for (k, &parent) in p.parents.iter().enumerate() {
         if needs(parent) {
             share(k, adj.of(parent, p.range(k)));
@@ -102,7 +95,7 @@ fn each_parent<N: Operand, A: Adjoints + ?Sized>(p: &Inputs<N>, needs: impl Fn(u
 
 /// The tangent of node `y = op(p)`, recorded on `r`'s graph, given its
 /// parents' tangents `ts` (at least one present); `None` for a zero tangent.
-pub fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Option<u32>]) -> Result<Option<u32>> {
+pub(crate) fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Option<u32>]) -> Result<Option<u32>> {
     match family(op) {
         Family::Leaf if op == Op::External => fail!("this objective holds a node built outside this package's ops, which has no forward rule."),
         Family::Leaf => Ok(None),
@@ -115,7 +108,7 @@ pub fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Option<u32>]
 
 /// What a tangent rule records its ops on (`core::tangent`'s recorder,
 /// over the graph): nodes by id, each constant recorded once.
-pub trait Record {
+pub(crate) trait Record {
     /// The node `op(parents)`.
     fn op(&mut self, op: Op, parents: &[u32]) -> Result<u32>;
     fn shape(&self, id: u32) -> Shape;
