@@ -1,10 +1,9 @@
 // Forward mode and second order: jvp, hvp and hessian, eager and on a
-// compiled plan, and the compiled jacobian. The tangent of an objective is
-// recorded by the core as ops (src/core/tangent.rs, each op's rule in
-// src/core/rules); a Hessian-vector
-// product is the gradient of the scalar tangent ∇f·v, swept back like any
-// objective. Eager, compiled and rebuilt results agree bit for bit: the
-// three record the same ops in the same order.
+// compiled plan, and the compiled jacobian. The core records the tangent of
+// an objective as ops (src/core/tangent.rs, each op's rule in src/core/rules);
+// a Hessian-vector product is the gradient of the scalar tangent ∇f·v, swept
+// back like any objective. Eager, compiled and rebuilt results agree bit for
+// bit: the three record the same ops in the same order.
 
 import { N } from './binding.js';
 import { build, hold, revive, touch } from './budget.js';
