@@ -135,6 +135,18 @@ fn cases() -> Vec<Case> {
             let k = op(g, Op::AddDiag, &[ve, one]);
             op(g, Op::Cholesky, &[k])
         }),
+        case("solve through a Cholesky factor", &[m(3, 3), v(3)], |g, p| {
+            // solvePSD: Lᵀ \ (L \ b), L = chol(A Aᵀ + 3I), with c/A's negation on the way.
+            let a = spd(g, p[0]);
+            let l = op(g, Op::Cholesky, &[a]);
+            let lt = op(g, Op::Transpose, &[l]);
+            let y = op(g, Op::TriangularSolve { lower: true }, &[l, p[1]]);
+            let x = op(g, Op::TriangularSolve { lower: false }, &[lt, y]);
+            let two = constant(g, Shape::Scalar, &[2.0]);
+            let q = op(g, Op::Div, &[two, p[1]]);
+            let q = op(g, Op::Neg, &[q]);
+            op(g, Op::Add, &[x, q])
+        }),
         case("lowerMatmul", &[m(3, 3), m(3, 3)], |g, p| op(g, Op::LowerMatmul, &[p[0], p[1]])),
         case("triangularSolve lower", &[m(3, 3), m(3, 2)], |g, p| {
             let k = spd(g, p[0]);
@@ -326,4 +338,28 @@ fn cholesky_symmetrizes_only_a_tangent_not_symmetric_by_construction() {
     // The rule's own transposes: W's, and sym(Ȧ)'s where it is needed.
     assert_eq!(transposes("cholesky of a kernel matrix"), 1);
     assert_eq!(transposes("cholesky"), 3); // also Aᵀ's tangent inside A Aᵀ
+}
+
+/// A solve's rule masks its matrix's tangent to the triangle the solve
+/// reads, unless that tangent is zero outside it already (a Cholesky
+/// factor's, or its transpose's); and −(−ẋ) is ẋ.
+#[test]
+fn the_tangent_of_a_solve_through_a_factor_needs_no_mask_and_no_double_negation() {
+    let c = cases().into_iter().find(|c| c.name == "solve through a Cholesky factor").unwrap();
+    let (mut g, leaves, root) = record(&c, &c.values);
+    let seeds: Vec<(u32, u32)> = leaves.iter().map(|&l| (l, g.leaf(Op::Leaf, g.nodes[l as usize].shape, &[]).unwrap())).collect();
+    let before = g.nodes.len();
+    jvp(&mut g, root, &seeds, false).unwrap();
+    let made = &g.nodes[before..];
+    let masks = made.iter().filter(|n| n.op == Op::Const && n.shape == m(3, 3)).count();
+    assert_eq!(masks, 1, "Φ alone, no triangle");
+    let negations = made.iter().filter(|n| n.op == Op::Neg && g.nodes[n.parents[0] as usize].op == Op::Neg).count();
+    assert_eq!(negations, 0);
+    // A solve by a matrix leaf still masks its tangent (what it reads of it).
+    let c = cases().into_iter().find(|c| c.name == "triangularSolve upper").unwrap();
+    let (mut g, leaves, root) = record(&c, &c.values);
+    let seeds: Vec<(u32, u32)> = leaves.iter().map(|&l| (l, g.leaf(Op::Leaf, g.nodes[l as usize].shape, &[]).unwrap())).collect();
+    let before = g.nodes.len();
+    jvp(&mut g, root, &seeds, false).unwrap();
+    assert_eq!(g.nodes[before..].iter().filter(|n| n.op == Op::Const && n.shape == m(3, 3)).count(), 1);
 }

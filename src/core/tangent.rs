@@ -66,7 +66,15 @@ impl Recorder<'_> {
 }
 
 impl Record for Recorder<'_> {
+    /// The node `op(parents)`; −(−x) is x itself (a negation is exact):
+    /// the tangent of −(c/s) is one, c/s's own being −(c/s)·ṡ/s.
     fn op(&mut self, op: Op, parents: &[u32]) -> Result<u32> {
+        if op == Op::Neg {
+            let operand = &self.g.node(parents[0])?;
+            if operand.op == Op::Neg {
+                return Ok(operand.parents[0]);
+            }
+        }
         self.g.op(op, parents, self.evaluate)
     }
 
@@ -128,6 +136,17 @@ impl Record for Recorder<'_> {
             stack.pop();
         }
         self.symmetric[&id]
+    }
+
+    /// A lower product (the Cholesky tangent), or its transposes: the
+    /// product writes zeros above the diagonal, and its adjoints read the
+    /// lower triangle of its own alone.
+    fn triangular(&self, id: u32) -> Option<bool> {
+        let (mut node, mut lower) = (&self.g.nodes[id as usize], true);
+        while node.op == Op::Transpose {
+            (node, lower) = (&self.g.nodes[node.parents[0] as usize], !lower);
+        }
+        (node.op == Op::LowerMatmul).then_some(lower)
     }
 }
 

@@ -93,10 +93,15 @@ pub(super) fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Optio
         }
         Op::TriangularSolve { lower } => {
             let n = r.shape(p[0]).rows_cols().0;
+            // The solve reads one triangle of its matrix: so does the tangent.
             let moved = match ts[0] {
                 Some(tt) => {
-                    let mask = r.triangle(n, lower)?;
-                    let tri = r.op(Op::Mul, &[tt, mask])?;
+                    let tri = if r.triangular(tt) == Some(lower) {
+                        tt
+                    } else {
+                        let mask = r.triangle(n, lower)?;
+                        r.op(Op::Mul, &[tt, mask])?
+                    };
                     Some(r.op(Op::Matmul, &[tri, y])?)
                 }
                 None => None,

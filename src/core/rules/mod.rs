@@ -121,6 +121,10 @@ pub(crate) trait Record {
     fn half_lower(&mut self, n: usize) -> Result<u32>;
     /// Whether node `id` is a symmetric matrix whatever the leaves hold.
     fn symmetric(&mut self, id: u32) -> bool;
+    /// `Some(lower)` when node `id` holds exact zeros outside a triangle
+    /// (on and below the diagonal, or on and above) whatever the leaves
+    /// hold, and its adjoint reads only that triangle of its own.
+    fn triangular(&self, id: u32) -> Option<bool>;
 
     /// `t` spread to `shape` by the broadcasting rules (a scalar or a row
     /// under a matrix), as the op whose tangent it is spread its operand.
