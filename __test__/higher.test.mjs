@@ -1082,6 +1082,32 @@ describe('5b. Jacobians agree bit for bit: eager, compiled (columns eight at a t
   }
 });
 
+describe('5c. a getter that calls again while the arguments are packed', () => {
+  // The compiled jvp and forward Jacobian pack their arguments into buffers
+  // kept from call to call; a call from inside a getter takes new ones.
+  const f = (p, d) => G.mul(d.s, G.square(p), G.sub(1.5, p));
+  const u = [0.3, -0.7, 1.1];
+  const other = [2, 3, 4];
+  const calling = (method) => {
+    const x = u.slice();
+    let calls = 0;
+    Object.defineProperty(x, 1, { enumerable: true, get: () => (calls++ === 0 && method(), u[1]) });
+    return x;
+  };
+  test('jacobian and jvp', () => {
+    const c = G.compile(f);
+    const ins = { s: 2 };
+    const inner = [];
+    const outerJ = c.jacobian(calling(() => inner.push(c.jacobian(other, { s: 3 }))), ins);
+    sameBits(outerJ, G.jacobian((p) => f(p, ins))(u), 'outer jacobian');
+    sameBits(inner[0], G.jacobian((p) => f(p, { s: 3 }))(other), 'inner jacobian');
+    const v = [1, 0, -1];
+    const outer = c.jvp(calling(() => inner.push(c.jvp(other, v, { s: 3 }))), v, ins);
+    sameBits(outer, G.jvp((p) => f(p, ins))(u, v), 'outer jvp');
+    sameBits(inner[1], G.jvp((p) => f(p, { s: 3 }))(other, v), 'inner jvp');
+  });
+});
+
 // --------------------------------------------------------------------------
 // 6. compile caching
 // --------------------------------------------------------------------------

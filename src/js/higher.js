@@ -359,44 +359,44 @@ class TangentPlan extends DerivedPlan {
   }
 
   /**
-   * [x, v, inputs], in the slots' order, in a buffer reused from call to
-   * call (a call reading it is over before the next writes it), unless a
-   * getter of the arguments calls again while it is being filled.
+   * `pack(buffer)` into n values kept as `this[key]` from call to call (a call reading them is
+   * over before the next writes them); new ones while a getter of the arguments calls again.
    */
-  feed(x, v, inputs, where) {
-    const base = this.base;
-    const w = this.width;
-    const flat = this.filling ? new Float64Array(this.size) : (this.flat ??= new Float64Array(this.size));
+  packed(key, n, pack) {
     const filling = this.filling;
+    const flat = filling ? new Float64Array(n) : (this[key] ??= new Float64Array(n));
     this.filling = true;
     try {
-      const np = base.shapes.length;
-      for (let j = 0; j < base.inputKeys.length; j++) {
-        base.packSlot(np + j, inputs[base.inputKeys[j]], base.inputNames[j], flat, w + base.offsets[np + j]);
-      }
-      base.packPoint(x, flat, 0);
-      const tangents = readTangent(v, base.map ? base.keys : null, base.shapes, where);
-      for (let i = 0; i < tangents.length; i++) flat.set(tangents[i].data, w + base.offsets[i]);
+      pack(flat);
     } finally {
       this.filling = filling;
     }
     return flat;
   }
 
+  /** [x, v, inputs], in the slots' order. */
+  feed(x, v, inputs, where) {
+    const { base, width: w } = this;
+    return this.packed('flat', this.size, (flat) => {
+      base.packInputs(inputs, flat, 2 * w);
+      base.packPoint(x, flat, 0);
+      const tangents = readTangent(v, base.map ? base.keys : null, base.shapes, where);
+      for (let i = 0; i < tangents.length; i++) flat.set(tangents[i].data, w + base.offsets[i]);
+    });
+  }
+
+  /** [x, inputs], in the slots' order: a forward Jacobian's point. */
+  point(x, inputs) {
+    return this.packed('args', this.size - this.width, (flat) => {
+      this.base.packInputs(inputs, flat, this.width);
+      this.base.packPoint(x, flat, 0);
+    });
+  }
+
   /** Room for the gradient of [x, v], reused like `feed`'s buffer (results are copied out of it). */
   gradients() {
     return this.filling ? new Float64Array(2 * this.width) : (this.grads ??= new Float64Array(2 * this.width));
   }
-}
-
-/** [x, inputs] as one flat array, in the plan's slot order (Jacobians and Hessians). */
-function packArgs(base, x, inputs) {
-  const w = base.width();
-  const ins = base.packInputs(inputs);
-  const flat = new Float64Array(w + ins.length);
-  base.packPoint(x, flat, 0);
-  flat.set(ins, w);
-  return flat;
 }
 
 function tangentOf(replay) {
@@ -498,7 +498,7 @@ export function attachDerivatives(c, resolve, eager) {
       // Forward mode where it takes no more passes (one per parameter value against one per
       // output), since each runs forward only; reverse rows where an entry is not finite
       // (`api::plan_jacobian` says why), as the eager jacobian does.
-      const forward = q <= m && N.planColumns(tangentOf(base).pool(), packArgs(base, x, inputs), out);
+      const forward = q <= m && N.planColumns(tangentOf(base).pool(), tangentOf(base).point(x, inputs), out);
       if (!forward) {
         const point = new Float64Array(q);
         base.packPoint(x, point, 0);

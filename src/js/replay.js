@@ -327,10 +327,10 @@ export class Replay {
     for (let j = 0; j < this.keys.length; j++) this.packSlot(j, x[this.keys[j]], this.paramNames[j], dst, base + this.offsets[j]);
   }
 
-  packInputs(inputs) {
+  /** The inputs into `out` from `at` on (a new array of them unless given). */
+  packInputs(inputs, out = new Float64Array(this.flat.length - this.width()), at = 0) {
     const np = this.shapes.length;
-    const from = this.width();
-    const out = new Float64Array(this.flat.length - from);
+    const from = this.width() - at;
     for (let j = 0; j < this.inputKeys.length; j++) {
       this.packSlot(np + j, inputs[this.inputKeys[j]], this.inputNames[j], out, this.offsets[np + j] - from);
     }
