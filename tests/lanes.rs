@@ -455,10 +455,13 @@ fn a_matrix_times_vectors_of_one_non_zero_per_lane_gives_the_dense_bits() {
                 })
                 .collect();
             lanes = plan.lanes(lanes.take(), 0, false);
+            // Element e of point l at e·LANES + l (a Jacobian's rows, LANES columns wide).
             let mut got = vec![f64::NAN; LANES * m];
-            plan.replay_lanes_forward(lanes.as_mut().expect("replayed in lanes"), &params, k, &mut got);
-            for (e, (&x, &y)) in got.iter().zip(&expected).enumerate() {
-                assert!(same(x, y), "matrix {which}, round {round}, point {}, element {}: {x} vs {y}", e / m, e % m);
+            plan.replay_lanes_forward(lanes.as_mut().expect("replayed in lanes"), &params, k, &mut got, LANES);
+            for (j, &y) in expected.iter().enumerate() {
+                let (l, e) = (j / m, j % m);
+                let x = got[e * LANES + l];
+                assert!(same(x, y), "matrix {which}, round {round}, point {l}, element {e}: {x} vs {y}");
             }
         }
     }
@@ -478,8 +481,9 @@ fn a_matrix_of_no_columns_times_an_empty_vector_gives_zeros_in_lanes() {
     let mut lanes = plan.lanes(None, 0, false).expect("replayed in lanes");
     let params: Vec<f64> = (0..LANES).map(|l| l as f64 - 2.5).collect();
     let mut got = vec![f64::NAN; LANES * 3];
-    plan.replay_lanes_forward(&mut lanes, &params, 1, &mut got);
-    for (e, &x) in got.iter().enumerate() {
-        assert!(same(x, 0.0 + params[e / 3]), "point {}, element {}: {x}", e / 3, e % 3);
+    plan.replay_lanes_forward(&mut lanes, &params, 1, &mut got, LANES);
+    for (j, &x) in got.iter().enumerate() {
+        let (e, l) = (j / LANES, j % LANES);
+        assert!(same(x, 0.0 + params[l]), "point {l}, element {e}: {x}");
     }
 }

@@ -117,15 +117,11 @@ fn forward_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<&
     if let Some(cache) = lanes.filter(|_| m > 0 && q > 0) {
         if let Some(mut l) = p.lanes(cache.take(), n, false) {
             let mut points = vec![0.0; LANES * q];
-            let mut columns = vec![0.0; LANES * m];
             for from in (0..q).step_by(LANES) {
                 let c = LANES.min(q - from);
                 points.fill(0.0);
                 (0..c).for_each(|k| points[k * q + from + k] = 1.0);
-                p.replay_lanes_forward(&mut l, &points[..c * q], q, &mut columns[..c * m]);
-                for (k, column) in columns.chunks_exact(m).take(c).enumerate() {
-                    column.iter().enumerate().for_each(|(i, &x)| out[i * q + from + k] = x);
-                }
+                p.replay_lanes_forward(&mut l, &points[..c * q], q, &mut out[from..], q);
             }
             *cache = Some(l);
             return Ok(());

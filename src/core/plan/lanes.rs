@@ -365,10 +365,11 @@ impl Plan {
 
     /// Replay `n` points (1 ≤ n ≤ LANES) forward only, in lanes made with
     /// `fixed` slots: `params` holds the other slots' values, point after
-    /// point, `width` values each; each point's root goes to `out`, one
-    /// after another. (A forward Jacobian's columns: `api::plan_jacobian`.)
-    pub fn replay_lanes_forward(&self, lanes: &mut Lanes, params: &[f64], width: usize, out: &mut [f64]) {
-        replay_forward(self, lanes, params, width, out)
+    /// point, `width` values each; element e of point l's root goes to
+    /// `out[e * stride + l]` (stride ≥ n). (A forward Jacobian's columns,
+    /// written into its rows: `api::plan_jacobian`.)
+    pub fn replay_lanes_forward(&self, lanes: &mut Lanes, params: &[f64], width: usize, out: &mut [f64], stride: usize) {
+        replay_forward(self, lanes, params, width, out, stride)
     }
 
     /// Set the lanes of the parameters past `lanes.fixed` to the `n`
@@ -406,23 +407,20 @@ impl Plan {
     }
 
     #[inline(always)]
-    fn replay_lanes_forward_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, out: &mut [f64]) {
+    fn replay_lanes_forward_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, out: &mut [f64], stride: usize) {
         let n = params.len() / width.max(1);
         let root = &self.graph.nodes[self.root as usize];
         let size = root.shape.size();
-        debug_assert!((1..=LANES).contains(&n) && out.len() == n * size);
+        debug_assert!((1..=LANES).contains(&n) && stride >= n && out.len() >= size.saturating_sub(1) * stride + n);
         self.forward_lanes(lanes, params, width, n, 0);
+        let rows = out.chunks_mut(stride).take(size);
         if !lanes.varying[self.root as usize] {
-            let value = &self.graph.values[root.range()];
-            out.chunks_exact_mut(size).for_each(|o| o.copy_from_slice(value));
+            rows.zip(&self.graph.values[root.range()]).for_each(|(o, &x)| o[..n].fill(x));
             return;
         }
         let at = lanes.layout.value[self.root as usize];
-        for (e, lane) in lanes.arena.cells()[at..at + size].iter().enumerate() {
-            let lane = lane.get();
-            for l in 0..n {
-                out[l * size + e] = lane[l];
-            }
+        for (o, lane) in rows.zip(&lanes.arena.cells()[at..at + size]) {
+            o[..n].copy_from_slice(&lane.get()[..n]);
         }
     }
 
@@ -494,8 +492,8 @@ fn replay(plan: &Plan, lanes: &mut Lanes, params: &[f64], width: usize, values: 
 }
 
 widest! {
-fn replay_forward(plan: &Plan, lanes: &mut Lanes, params: &[f64], width: usize, out: &mut [f64]) {
-    plan.replay_lanes_forward_with(lanes, params, width, out)
+fn replay_forward(plan: &Plan, lanes: &mut Lanes, params: &[f64], width: usize, out: &mut [f64], stride: usize) {
+    plan.replay_lanes_forward_with(lanes, params, width, out, stride)
 }
 }
 
