@@ -66,8 +66,9 @@ impl Recorder<'_> {
 }
 
 impl Record for Recorder<'_> {
-    /// The node `op(parents)`; −(−x) is x itself (a negation is exact):
-    /// the tangent of −(c/s) is one, c/s's own being −(c/s)·ṡ/s.
+    /// The node `op(parents)`; −(−x) is x itself (a negation is exact).
+    /// Rules make such pairs: c/s's tangent is −((c/s)·ṡ/s), so −(c/s)'s
+    /// would be its negation.
     fn op(&mut self, op: Op, parents: &[u32]) -> Result<u32> {
         if op == Op::Neg {
             let operand = &self.g.node(parents[0])?;
