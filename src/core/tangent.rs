@@ -71,7 +71,7 @@ impl Record for Recorder<'_> {
     /// would be its negation.
     fn op(&mut self, op: Op, parents: &[u32]) -> Result<u32> {
         if op == Op::Neg {
-            let operand = &self.g.node(parents[0])?;
+            let operand = self.g.node(parents[0])?;
             if operand.op == Op::Neg {
                 return Ok(operand.parents[0]);
             }

@@ -395,7 +395,7 @@ class TangentPlan extends DerivedPlan {
 
   /** Room for the gradient of [x, v], reused like `feed`'s buffer (results are copied out of it). */
   gradients() {
-    return this.filling ? new Float64Array(2 * this.width) : (this.grads ??= new Float64Array(2 * this.width));
+    return this.packed('grads', 2 * this.width, () => {});
   }
 }
 
