@@ -192,22 +192,35 @@ function memory() {
 
 /**
  * RSS growth over `count` synchronous calls of `step`, after a warm-up;
- * `native`: the largest growth of RSS less V8's heap (what the heap holds
- * is bounded by its collector, even in a loop that never yields).
+ * `native`: RSS less V8's heap, over its start, settled: the median of the
+ * samples in the second half. (What the heap holds is bounded by its
+ * collector, even in a loop that never yields. A single sample is not: V8
+ * shrinks its heap at once but returns the pages to the system later, on a
+ * background thread: the largest sample once read +41.6 MB in CI, where
+ * runs here read 3-18.) A leak grows with every call, so the median of the
+ * later samples still catches it.
  */
 function syncGrowth(count, step) {
   for (let i = 0; i < 1000; i++) step();
   const start = memory();
-  let [peak, native] = [0, 0];
+  let peak = 0;
+  const native = [];
   for (let i = 0; i < count; i++) {
     step();
     if (i % 1000 === 0) {
       const m = memory();
       peak = Math.max(peak, m.rss - start.rss);
-      native = Math.max(native, m.rss - start.rss - (m.heap - start.heap));
+      native.push(m.rss - start.rss - (m.heap - start.heap));
     }
   }
-  return { base: start.rss, growth: memory().rss - start.rss, peak, native };
+  const settled = native.slice(native.length >> 1).sort((a, b) => a - b);
+  return {
+    base: start.rss,
+    growth: memory().rss - start.rss,
+    peak,
+    native: settled[settled.length >> 1],
+    nativeMost: Math.max(...native),
+  };
 }
 
 test(`a compiled function whose trace throws, ${LOOPS} calls without yielding, keeps nothing`, { timeout: 600_000 }, () => {
@@ -227,13 +240,16 @@ test(`making, calling and dropping ${LOOPS} compiled functions without yielding 
     check += f(ones).value;
   });
   assert.ok(Number.isFinite(check));
-  const line = `dropped plans: RSS ${r.base.toFixed(0)} MB, growth ${r.growth.toFixed(1)} MB, peak +${r.peak.toFixed(1)} MB, outside V8's heap +${r.native.toFixed(1)} MB`;
+  const line =
+    `dropped plans: RSS ${r.base.toFixed(0)} MB, growth ${r.growth.toFixed(1)} MB, peak +${r.peak.toFixed(1)} MB, ` +
+    `outside V8's heap +${r.native.toFixed(1)} MB (most +${r.nativeMost.toFixed(1)} MB)`;
   console.log(line);
   // The plans' budget, and the allocator's slack over it. (Without the
   // budget, 10 000 plans held 2.3 GB.) Not RSS alone: V8's heap adds
   // ~24 MB of wrappers awaiting the event loop, which put RSS at 89–102 MB,
-  // too close to any fixed bound to test.
+  // too close to any fixed bound to test; RSS is bounded loosely.
   assert.ok(r.native < BUDGET / 2 ** 20 + 32, line);
+  assert.ok(r.peak < 150, line);
 });
 
 // Plan churn (bench/churn.mjs, shorter): small compiled functions, each
