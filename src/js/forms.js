@@ -257,3 +257,46 @@ export function shapeGradient(form, shape, src, off) {
       return { data: src.slice(off, off + sizeOf(shape)), shape: [...shape] };
   }
 }
+
+// ---------------------------------------------------------------- results
+
+/** Values in `flat` from `off`, laid out as the parameters `slots` (keys, values, shapes), back in their forms. */
+export function inForms(slots, shapes, flat, off) {
+  const { keys, values } = slots;
+  if (keys === null) return shapeGradient(formOf(values[0]), shapes[0], flat, off);
+  const out = {};
+  for (let i = 0, at = off; i < keys.length; i++) {
+    setOwn(out, keys[i], shapeGradient(formOf(values[i]), shapes[i], flat, at));
+    at += sizeOf(shapes[i]);
+  }
+  return out;
+}
+
+/**
+ * A q×q Hessian from rows H·eⱼ (at `off` in `flat`), symmetrized: rounding
+ * leaves them a hair apart. `order[i]` is the flat index of the caller's
+ * i-th entry (a map given in another key order than it was traced in).
+ */
+export function symmetric(flat, off, q, order = null) {
+  const rows = new Array(q);
+  for (let i = 0; i < q; i++) rows[i] = new Array(q);
+  const at = order ?? identity(q);
+  // Each pair's mean once, written to both sides: x + y is y + x, bit for bit.
+  for (let i = 0; i < q; i++) {
+    const row = rows[i];
+    const a = off + at[i] * q;
+    for (let k = i; k < q; k++) {
+      const h = 0.5 * (flat[a + at[k]] + flat[off + at[k] * q + at[i]]);
+      row[k] = h;
+      rows[k][i] = h;
+    }
+  }
+  return rows;
+}
+
+/** 0, 1, …, q − 1, kept for the last q asked. */
+let identityOrder = [];
+function identity(q) {
+  if (identityOrder.length !== q) identityOrder = Array.from({ length: q }, (_, i) => i);
+  return identityOrder;
+}

@@ -8,7 +8,7 @@
 import { N } from './binding.js';
 import { build, hold, revive, touch } from './budget.js';
 import { record, scalarRootError } from './drivers.js';
-import { MAX_VALUES, fmtShape, formOf, isMapForm, plainArray, readOnce, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
+import { MAX_VALUES, fmtShape, inForms, isMapForm, plainArray, readOnce, setOwn, sizeOf, symmetric, toNested } from './forms.js';
 import { CONST, LEAF, Var, asTensor, current, evaluationTape, leafVar, nodeAdjoint, retire, setCurrent, sweep, variable } from './tape.js';
 
 const ids = (vars) => Uint32Array.from(vars, (v) => v._id);
@@ -49,46 +49,21 @@ function checkHessianSize(q, where) {
   }
 }
 
-/** Values in `flat` from `off`, laid out as the parameters `slots` (keys, values, shapes), back in their forms. */
-function inForms(slots, shapes, flat, off) {
-  const { keys, values } = slots;
-  if (keys === null) return shapeGradient(formOf(values[0]), shapes[0], flat, off);
-  const out = {};
-  for (let i = 0, at = off; i < keys.length; i++) {
-    setOwn(out, keys[i], shapeGradient(formOf(values[i]), shapes[i], flat, at));
-    at += sizeOf(shapes[i]);
-  }
-  return out;
-}
-
-/**
- * A q×q Hessian from rows H·eⱼ (at `off` in `flat`), symmetrized: rounding
- * leaves them a hair apart. `order[i]` is the flat index of the caller's
- * i-th entry (a map given in another key order than it was traced in).
- */
-function symmetric(flat, off, q, order = null) {
-  const at = order ?? Array.from({ length: q }, (_, i) => i);
-  const rows = new Array(q);
-  for (let i = 0; i < q; i++) {
-    const row = new Array(q);
-    const a = at[i];
-    for (let k = 0; k < q; k++) row[k] = 0.5 * (flat[off + a * q + at[k]] + flat[off + at[k] * q + a]);
-    rows[i] = row;
-  }
-  return rows;
-}
-
 /** Where each entry of x flattened in the caller's key order sits in the plan's flat order; null when they agree. */
 function callerOrder(base, x) {
-  if (!base.map) return null;
-  const keys = Object.keys(x);
-  if (keys.every((k, i) => base.keys[i] === k)) return null;
+  if (!base.map || inTracedOrder(base, x)) return null;
   const order = [];
-  for (const k of keys) {
+  for (const k of Object.keys(x)) {
     const j = base.slot.get(k);
     for (let e = 0, n = sizeOf(base.shapes[j]); e < n; e++) order.push(base.offsets[j] + e);
   }
   return order;
+}
+
+/** Whether the caller's map gives its keys in the order they were traced in. */
+function inTracedOrder(base, x) {
+  const keys = Object.keys(x);
+  return keys.length === base.keys.length && keys.every((k, i) => base.keys[i] === k);
 }
 
 // ---------------------------------------------------------------- eager
@@ -414,7 +389,7 @@ function rowsOf(replay) {
 function outForms(base, x, flat, off) {
   const slots = base.map ? { keys: base.keys, values: base.keys.map((k) => x[k]) } : { keys: null, values: [x] };
   const traced = inForms(slots, base.shapes, flat, off);
-  if (!base.map) return traced;
+  if (!base.map || inTracedOrder(base, x)) return traced;
   const out = {};
   for (const k of Object.keys(x)) setOwn(out, k, traced[k]);
   return out;
