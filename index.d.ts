@@ -604,7 +604,8 @@ export interface DerivativeMethods<P = any, I = any> {
 export function jvp<P = any, I = any>(f: Objective<P, I>): DerivativeMethods<P, I>['jvp'];
 /**
  * `hvp(f)`: `(x, v, inputs?) => { value, gradient, hvp }` for a scalar f:
- * the Hessian times `v` (x's form and shapes) without forming the Hessian.
+ * the Hessian times `v` (x's form and shapes) without forming the Hessian;
+ * `value` and `gradient` are `valueAndGrad`'s, bit for bit.
  *
  * @throws `hvp: expected a function`; the returned function throws
  *   `hvp: the objective must return a scalar, got [2]. Reduce it with sum() or mean() first.`
@@ -614,7 +615,8 @@ export function hvp<P = any, I = any>(f: Objective<P, I>): DerivativeMethods<P, 
 /**
  * `hessian(f)`: `(x, inputs?) => { value, gradient, hessian }` for a
  * scalar f; `hessian` is q×q `number[][]` over the parameters flattened
- * (a map in its keys' order, each parameter row-major), symmetric.
+ * (a map in its keys' order, each parameter row-major), symmetric;
+ * `value` and `gradient` are `valueAndGrad`'s, bit for bit.
  *
  * @example
  * ```js
@@ -841,6 +843,7 @@ export function splitValueAndGrad<X, G>(
  * @throws `jacobian: expected a function`
  * @throws `jacobian: the function must return a Var built from this package's ops`
  * @throws `jacobian: the function must return a scalar or a vector, got [..]`
+ * @throws `jacobian: a 30000×10000 Jacobian holds 300000000 entries, more than the 268435456 a value may hold`
  */
 export function jacobian(f: (x: Var) => Var): (x: Operand) => number[][];
 

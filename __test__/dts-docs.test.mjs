@@ -136,7 +136,7 @@ test('the main entry points carry an @example, and the derivative functions name
     jvp: ['jvp: expected a function'],
     hvp: ['hvp: expected a function'],
     hessian: ['hessian: expected a function', 'hessian: the objective must return a scalar'],
-    jacobian: ['jacobian: expected a function', 'jacobian: the function must return a scalar or a vector'],
+    jacobian: ['jacobian: expected a function', 'jacobian: the function must return a scalar or a vector', 'jacobian: a 30000×10000 Jacobian holds 300000000 entries'],
     'DerivativeMethods.jvp': ['jvp: the tangent is shaped [3], unlike the parameter ([2])', `jvp: this objective holds a node built outside this package's ops, which has no forward rule.`],
     'DerivativeMethods.hessian': ['more than the 268435456 a value may hold'],
     'DerivativeMethods.jacobian': ['jacobian: a 30000×10000 Jacobian holds 300000000 entries'],

@@ -1879,8 +1879,10 @@ function runHessianCap(r) {
     // A vector objective of Q outputs: a Q×Q Jacobian, past the cap too.
     const cv = G.compile((p) => G.square(p));
     const jac = `jacobian: a ${Q}×${Q} Jacobian holds ${Q * Q} entries, more than the ${CAP} a value may hold`;
-    const o = attempt('compiled jacobian (too large)', () => cv.jacobian(x));
-    if (o.ok || o.error.message !== jac) fail(`compiled jacobian of ${Q} outputs over ${Q} parameters: ${o.ok ? 'returned' : `threw "${o.error.message}"`}, expected "${jac}"`);
+    for (const [how, call] of [['compiled', () => cv.jacobian(x)], ['eager', () => G.jacobian((p) => G.square(p))(x)]]) {
+      const o = attempt(`${how} jacobian (too large)`, call);
+      if (o.ok || o.error.message !== jac) fail(`${how} jacobian of ${Q} outputs over ${Q} parameters: ${o.ok ? 'returned' : `threw "${o.error.message}"`}, expected "${jac}"`);
+    }
   }
   // The same plan still answers hvp at that size (at the smallest Q: a tangent plan of 2·Q values).
   if (Q > 16400) return;

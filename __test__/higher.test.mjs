@@ -1051,6 +1051,42 @@ describe('5. eager, compiled and rebuilt plans agree bit for bit, also in a Work
   }
 });
 
+describe('5a. the gradient hessian and hvp give is valueAndGrad\'s, bit for bit', () => {
+  // The tangent's sweep would give ∇f too, through the tangent rules: div's
+  // and cholesky's round otherwise than their adjoints (most random points
+  // differ in the last bit), and behind a relu that blocks an infinite
+  // partial, sqrt'(0)·0 = NaN where the gradient is 0.
+  const rng = makeRng(5151);
+  const cases = [
+    ['div', (p) => G.sum(G.div(p, G.add(1, G.square(p)))), () => rng.vector(3, -2, 2)],
+    ['cholesky', (p) => G.sum(G.cholesky(G.addDiag(G.matmul(G.reshape(p, [3, 1]), G.reshape(p, [1, 3])), 1))), () => rng.vector(3, -2, 2)],
+    ['sqrt behind relu', (p) => G.sum(G.mul(p, G.sqrt(G.relu(p)))), () => [-1, 4]],
+    ['BENCH gp, n = 20', gp(G, gpData(20)), () => ({ l: rng.uniform(0.8, 1.6), v: rng.uniform(0.5, 1.5) })],
+  ];
+  for (const [name, f, point] of cases) {
+    test(name, () => {
+      const c = G.compile(f);
+      c(point());
+      const r = G.compileFromJSON(c.toJSON());
+      for (let k = 0; k < 8; k++) {
+        const x = point();
+        const want = G.valueAndGrad(f)(x);
+        const g = want.gradient;
+        assert.ok(flat(Array.isArray(g) ? g : Object.values(g)).every(Number.isFinite), `${name}: a finite gradient`);
+        const v = randomLike(rng, x);
+        for (const [how, g] of [['eager', G], ['compiled', c], ['rebuilt', r]]) {
+          const hessian = (how === 'eager' ? G.hessian(f) : g.hessian)(x);
+          const hvp = (how === 'eager' ? G.hvp(f) : g.hvp)(x, v);
+          sameBits(hessian.gradient, want.gradient, `${name}, ${how} hessian, point ${k}`);
+          sameBits(hessian.value, want.value, `${name}, ${how} hessian value, point ${k}`);
+          sameBits(hvp.gradient, want.gradient, `${name}, ${how} hvp, point ${k}`);
+          sameBits(hvp.value, want.value, `${name}, ${how} hvp value, point ${k}`);
+        }
+      }
+    });
+  }
+});
+
 describe('5b. Jacobians agree bit for bit: eager, compiled (columns eight at a time in lanes), rebuilt', () => {
   // 19 values in and out: two full groups of lanes and one of three; rounding
   // everywhere (tanh, a dense constant matrix, a scale read as an input).
@@ -1316,6 +1352,22 @@ describe('7. errors', () => {
     const big = c.hvp(x, new Float64Array(20000).fill(1));
     assert.equal(big.hvp.length, 20000);
     assert.ok(big.hvp.every((e) => e === 2));
+  });
+
+  test('a Jacobian past the cap on values is refused before its sweeps, eager and compiled', () => {
+    // 30000 outputs over 10000 inputs: one sweep per column or row would take minutes and gigabytes.
+    const x = new Float64Array(10000).fill(0.5);
+    const want = 'jacobian: a 30000×10000 Jacobian holds 300000000 entries, more than the 268435456 a value may hold';
+    const f = (p) => G.concat([p, p, p]);
+    // A hand-built node sends the compiled one to the eager reverse rows (valueAndGrad's forms).
+    const same = (v) => new G.Var(v.value, [v], (g) => [g]);
+    const handBuilt = (p) => G.concat([same(p), p, p]);
+    const t0 = performance.now();
+    throwsMsg(() => G.jacobian(f)(x), want);
+    throwsMsg(() => G.jacobian(handBuilt)(x), want);
+    throwsMsg(() => G.compile(f).jacobian(x), want);
+    throwsMsg(() => G.compile(handBuilt).jacobian(x), want);
+    assert.ok(performance.now() - t0 < 5000, 'refused at once');
   });
 
   test('the wrong shape for a compiled plan\'s signature from a rebuilt plan names the signature', () => {

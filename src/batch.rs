@@ -195,8 +195,6 @@ struct Block<'a> {
     first: usize,
     values: &'a mut [f64],
     grads: &'a mut [f64],
-    /// The first block's: where the first point's output 0 goes (`run`'s `first_output`).
-    output: Option<&'a mut [f64]>,
 }
 
 /// What the threads of one batch share.
@@ -212,8 +210,8 @@ struct Shared<'a> {
     /// Leading parameter slots every point holds the same values in: after
     /// its first point, a replica of a tangent plan replays only the steps
     /// that depend on the others (`Plan::forward_tangent`). Then only the
-    /// first point's gradient is wanted whole; the others', in lanes, only
-    /// over these slots (`Plan::replay_lanes`).
+    /// gradients over these slots are wanted, which lanes sweep to alone
+    /// (`Plan::replay_lanes`).
     same_slots: usize,
     /// Points evaluated, and the nanoseconds the threads spent on them.
     done: AtomicUsize,
@@ -263,7 +261,7 @@ fn work(p: &mut Plan, cached: &mut Option<Lanes>, s: &Shared) {
 fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
     let mut primed = false;
     loop {
-        let Some(mut block) = lock(&s.queue).next() else { return };
+        let Some(block) = lock(&s.queue).next() else { return };
         if block.first > s.stop.load(Ordering::Relaxed) {
             return; // blocks come in order: every later one is above it too
         }
@@ -271,16 +269,8 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
             let w = s.width;
             let params = &s.params[block.first * w..(block.first + block.values.len()) * w];
             let groups = block.values.chunks_mut(LANES).zip(block.grads.chunks_mut(LANES * w));
-            for (g, ((values, grads), points)) in groups.zip(params.chunks(LANES * w)).enumerate() {
-                // With slots held alike, only the first point's gradient is read whole (`units`).
-                let whole = s.same_slots == 0 || (block.first == 0 && g == 0);
-                p.replay_lanes(lanes, points, w, values, grads, whole);
-                if let Some(out) = block.output.take() {
-                    if let Err(error) = p.lane_output(lanes, 0, out) {
-                        s.stop.fetch_min(0, Ordering::Relaxed);
-                        lock(&s.failures).push(Failure { index: Some(0), error });
-                    }
-                }
+            for ((values, grads), points) in groups.zip(params.chunks(LANES * w)) {
+                p.replay_lanes(lanes, points, w, values, grads, s.same_slots == 0);
             }
             s.done.fetch_add(block.values.len(), Ordering::Relaxed);
             continue;
@@ -292,13 +282,8 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
             }
             let point = &s.params[i * s.width..(i + 1) * s.width];
             let grad = &mut block.grads[j * s.width..(j + 1) * s.width];
-            let output = block.output.take();
             let from = if primed { s.same_slots } else { 0 };
-            let result = one(p, from, np, point, value, grad).and_then(|()| match output {
-                Some(out) => crate::api::plan_output_into(p, 0, out),
-                None => Ok(()),
-            });
-            if let Err(error) = result {
+            if let Err(error) = one(p, from, np, point, value, grad) {
                 s.stop.fetch_min(i, Ordering::Relaxed);
                 lock(&s.failures).push(Failure { index: Some(i), error });
                 return;
@@ -359,12 +344,10 @@ impl Replicas<'_> {
 
 /// Evaluate a batch (the layout is in the module's comment) on up to
 /// `threads` threads (0: the machine's available parallelism; always one
-/// with `Replicas::Own`); with `first_output`, the plan's output 0
-/// (`Plan::build_outputs`) at the first point goes there as well. Every
-/// point holds the same values in the first `same_slots` parameter slots
-/// (`units`; 0 otherwise), and then the others' gradients are wanted at the
-/// first point only: past it they may be left unwritten. On failure, the
-/// error of the lowest failing point.
+/// with `Replicas::Own`). Every point holds the same values in the first
+/// `same_slots` parameter slots (`units`; 0 otherwise), and then only the
+/// gradients over those slots are wanted: the others' may be left
+/// unwritten. On failure, the error of the lowest failing point.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     replicas: Replicas,
@@ -374,7 +357,6 @@ pub fn run(
     threads: usize,
     values: &mut [f64],
     grads: &mut [f64],
-    first_output: Option<&mut [f64]>,
     same_slots: usize,
 ) -> Result<(), Failure> {
     let plan = replicas.plan();
@@ -395,13 +377,12 @@ pub fn run(
     let size = block_size(k, threads, group);
     let mut blocks = Vec::with_capacity(k.div_ceil(size));
     let (mut v, mut g) = (values, grads);
-    let mut output = first_output;
     let mut first = 0;
     while first < k {
         let n = size.min(k - first);
         let (vh, vt) = std::mem::take(&mut v).split_at_mut(n);
         let (gh, gt) = std::mem::take(&mut g).split_at_mut(n * width);
-        blocks.push(Block { first, values: vh, grads: gh, output: output.take() });
+        blocks.push(Block { first, values: vh, grads: gh });
         (v, g) = (vt, gt);
         first += n;
     }
@@ -462,18 +443,16 @@ pub fn columns(pool: &Pool, flat: &[f64], out: &mut [f64]) -> crate::core::error
 /// `Plan::row_plan`: a Jacobian's) at the points (x, eⱼ), one per unit
 /// direction eⱼ of the parameter values past x, as batches (on every core,
 /// in lanes where the ops allow). Each point's first `rows.len() / count`
-/// gradient values go to `rows`, the first point's others to `rest` unless
-/// it is empty, and output 0 at the first point to `value` unless it is empty.
-pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64], rest: &mut [f64], value: &mut [f64]) -> std::result::Result<(), Failure> {
+/// gradient values go to `rows`.
+pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64]) -> std::result::Result<(), Failure> {
     let width = width(replicas.plan());
     let count = width.saturating_sub(x.len());
     let keep = rows.len().checked_div(count).unwrap_or(0);
-    if x.len() > width || rows.len() != count * keep || keep > width || !(rest.is_empty() || rest.len() == width - keep) {
+    if x.len() > width || rows.len() != count * keep || keep > width {
         return Err(Failure::whole("unit directions: buffers do not match the plan"));
     }
     if count == 0 {
-        // No direction, no point to read the value at.
-        return if value.is_empty() { Ok(()) } else { Err(Failure::whole("unit directions: none to evaluate")) };
+        return Ok(());
     }
     // The slots x fills, which every point holds.
     let (mut same, mut filled) = (0, 0);
@@ -484,7 +463,6 @@ pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64]
     // Points per batch: all of them unless that would hold more than 2^24 values.
     let per = count.min((1usize << 24) / width).max(8).min(count);
     let (mut params, mut grads, mut values) = (vec![0.0; per * width], vec![0.0; per * width], vec![0.0; per]);
-    let mut value = (!value.is_empty()).then_some(value);
     for from in (0..count).step_by(per) {
         let k = per.min(count - from);
         for (i, point) in params.chunks_exact_mut(width).take(k).enumerate() {
@@ -496,12 +474,9 @@ pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64]
             Replicas::Own(p) => Replicas::Own(p),
             Replicas::Pool(pool) => Replicas::Pool(pool),
         };
-        run(chunk, &params[..k * width], inputs, k, 0, &mut values[..k], &mut grads[..k * width], value.take(), same)?;
+        run(chunk, &params[..k * width], inputs, k, 0, &mut values[..k], &mut grads[..k * width], same)?;
         for (i, g) in grads.chunks_exact(width).take(k).enumerate() {
             rows[(from + i) * keep..(from + i + 1) * keep].copy_from_slice(&g[..keep]);
-        }
-        if from == 0 && !rest.is_empty() {
-            rest.copy_from_slice(&grads[keep..width]);
         }
     }
     Ok(())

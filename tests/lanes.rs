@@ -153,7 +153,7 @@ fn random_programs() {
         let pool = Pool::new(&plan);
         for (threads, j) in [(1, 0), (2, 1), (1, 0), (1, 1)] {
             let (mut values, mut grads) = (vec![0.0; k], vec![0.0; k * w]);
-            batch::run(Replicas::Pool(&pool), &params, &inputs[j], k, threads, &mut values, &mut grads, None, 0).unwrap();
+            batch::run(Replicas::Pool(&pool), &params, &inputs[j], k, threads, &mut values, &mut grads, 0).unwrap();
             for (i, (v, g)) in expected[j].iter().enumerate() {
                 assert!(same(values[i], *v), "seed {seed}, point {i}: value {} vs {v}", values[i]);
                 for (e, (&a, &b)) in grads[i * w..(i + 1) * w].iter().zip(g).enumerate() {
@@ -190,12 +190,11 @@ fn points_that_share_their_leading_slots_give_the_single_results_in_lanes() {
         let expected: Vec<(f64, Vec<f64>)> = (0..k).map(|i| single(&mut plan, &params[i * w..(i + 1) * w], &inputs, n)).collect();
         let pool = Pool::new(&plan);
         let (mut values, mut grads) = (vec![0.0; k], vec![0.0; k * w]);
-        batch::run(Replicas::Pool(&pool), &params, &inputs, k, 1, &mut values, &mut grads, None, 1).unwrap();
+        batch::run(Replicas::Pool(&pool), &params, &inputs, k, 1, &mut values, &mut grads, 1).unwrap();
         for (i, (value, g)) in expected.iter().enumerate() {
             assert!(same(values[i], *value), "seed {seed}, point {i}: value {} vs {value}", values[i]);
-            // Past the first group the sweep goes to the shared slot alone.
-            let swept = if i < LANES { w } else { n };
-            for (e, (&a, &b)) in grads[i * w..i * w + swept].iter().zip(g).enumerate() {
+            // The sweep goes to the shared slot alone.
+            for (e, (&a, &b)) in grads[i * w..i * w + n].iter().zip(g).enumerate() {
                 assert!(same(a, b), "seed {seed}, point {i}, gradient {e}: {a} vs {b}");
             }
         }
@@ -398,7 +397,7 @@ fn hessian_and_jacobian_rows_in_lanes_with_x_fixed_give_the_single_results() {
                 let x: Vec<f64> = x.iter().map(|&v| v + round as f64).collect();
                 let expected = if round == 0 { expected.clone() } else { units_one_at_a_time(&mut p, &x, &inputs) };
                 let mut rows = vec![f64::NAN; expected.len()];
-                batch::units(Replicas::Pool(&pool), &x, &inputs, &mut rows, &mut [], &mut []).unwrap();
+                batch::units(Replicas::Pool(&pool), &x, &inputs, &mut rows).unwrap();
                 for (e, (&a, &b)) in rows.iter().zip(&expected).enumerate() {
                     assert!(same(a, b), "seed {seed}, {what}, round {round}, entry {e}: {a} vs {b}");
                 }

@@ -996,7 +996,7 @@ fn values_no_sweep_reads_share_blocks_and_change_no_number() {
     let pool = Pool::new(&shared);
     let points: Vec<f64> = case.args.iter().chain(&case.args).flat_map(|a| a.0.concat()).collect();
     let (mut values, mut grads) = (vec![0.0; 4], vec![0.0; 8]);
-    batch::run(Replicas::Pool(&pool), &points, &[], 4, 2, &mut values, &mut grads, None, 0).unwrap();
+    batch::run(Replicas::Pool(&pool), &points, &[], 4, 2, &mut values, &mut grads, 0).unwrap();
     for i in 0..4 {
         let e = &expected[i % 2];
         assert_eq!(values[i].to_bits(), e.value, "batch point {i}");

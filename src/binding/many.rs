@@ -37,7 +37,7 @@ pub fn plan_batch(
 ) -> Result<()> {
     // SAFETY: two fresh buffers of the caller's, distinct from each other and from every input.
     let (values, grads) = unsafe { (values.as_mut(), grads.as_mut()) };
-    batch::run(Replicas::Pool(pool), params, inputs, k as usize, threads as usize, values, grads, None, 0).map_err(|f| batch_err(f, &label))
+    batch::run(Replicas::Pool(pool), params, inputs, k as usize, threads as usize, values, grads, 0).map_err(|f| batch_err(f, &label))
 }
 
 /// A derived plan's gradients along every unit direction past `x` (a
@@ -50,12 +50,10 @@ pub fn plan_units(
     inputs: &[f64],
     label: String,
     mut rows: Float64ArraySlice,
-    mut rest: Float64ArraySlice,
-    mut value: Float64ArraySlice,
 ) -> Result<()> {
-    // SAFETY: three fresh buffers of the caller's, distinct from each other and from every input.
-    let (rows, rest, value) = unsafe { (rows.as_mut(), rest.as_mut(), value.as_mut()) };
-    batch::units(Replicas::Pool(pool), x, inputs, rows, rest, value).map_err(|f| batch_err(f, &label))
+    // SAFETY: a buffer of the caller's, distinct from every input.
+    let rows = unsafe { rows.as_mut() };
+    batch::units(Replicas::Pool(pool), x, inputs, rows).map_err(|f| batch_err(f, &label))
 }
 
 /// A tangent plan's forward Jacobian (`batch::columns`): parameters then
@@ -97,7 +95,7 @@ pub fn plan_batch_async<'e>(
                 .map_err(|_| Error::new(Status::GenericFailure, format!("out of memory: cannot hold {total} results")))?;
             out.resize(total, 0.0);
             let (values, grads) = out.split_at_mut(k);
-            batch::run(Replicas::Pool(&pool), &params, &inputs, k, threads, values, grads, None, 0).map_err(|f| batch_err(f, &label))?;
+            batch::run(Replicas::Pool(&pool), &params, &inputs, k, threads, values, grads, 0).map_err(|f| batch_err(f, &label))?;
             Ok(out)
         }))
         .unwrap_or_else(|_| Err(Error::new(Status::GenericFailure, "internal error: an async evaluation panicked")));

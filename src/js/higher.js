@@ -42,6 +42,13 @@ function readTangent(v, keys, shapes, where) {
   });
 }
 
+/** Refuse an m×q Jacobian past the cap on values before anything is allocated for it. */
+function checkJacobianSize(m, q) {
+  if (m * q > MAX_VALUES) {
+    throw new Error(`jacobian: a ${m}×${q} Jacobian holds ${m * q} entries, more than the ${MAX_VALUES} a value may hold`);
+  }
+}
+
 /** Refuse a Hessian past the cap on values before anything is allocated for it. */
 function checkHessianSize(q, where) {
   if (q * q > MAX_VALUES) {
@@ -100,6 +107,27 @@ function unitTangents(shapes, j) {
   });
 }
 
+/**
+ * The gradient of the recorded objective into `out` from `at`, by the sweep
+ * valueAndGrad takes: the same bits. (The tangent's sweep also gives it, as
+ * the adjoints of the directions, but through the tangent rules, which round
+ * differently, and as 0·∞ = NaN where an infinite partial lies behind a
+ * relu, maximum or minimum that blocks it.)
+ */
+function gradientOf(r, out, at) {
+  sweep(r.t, r.root._id, null);
+  adjointsInto(r.t, r.P.vars, out, at);
+}
+
+/** The adjoints of `vars` after the last sweep into `out` from `at`, one after another (none: zeros). */
+function adjointsInto(t, vars, out, at) {
+  for (const p of vars) {
+    const a = nodeAdjoint(t, p._id, p.shape);
+    if (a !== null) out.set(a, at);
+    at += sizeOf(p.shape);
+  }
+}
+
 function tapeValue(t, id, shape) {
   const data = new Float64Array(sizeOf(shape));
   N.tapeValue(t.h, id, data);
@@ -122,13 +150,14 @@ export function jvp(f) {
 export function hvp(f) {
   if (typeof f !== 'function') throw new Error('hvp: expected a function');
   return (x, v, inputs) => {
-    const { r, V, tangentId, shapes, slots } = recordTangent(f, x, v, inputs, 'hvp', LEAF);
+    const { r, tangentId, shapes, slots } = recordTangent(f, x, v, inputs, 'hvp', LEAF);
     try {
       if (!r.root.isScalar) throw scalarRootError('hvp', r.root.shape);
       const value = r.root.data[0];
       const q = shapes.reduce((n, s) => n + sizeOf(s), 0);
       const flat = new Float64Array(2 * q);
-      N.tapeFinish(r.t.h, tangentId, false, ids([...r.P.vars, ...V]), flat);
+      gradientOf(r, flat, q);
+      N.tapeFinish(r.t.h, tangentId, false, ids(r.P.vars), flat.subarray(0, q));
       r.t.emptied = true;
       return { value, gradient: inForms(slots, shapes, flat, q), hvp: inForms(slots, shapes, flat, 0) };
     } finally {
@@ -150,23 +179,15 @@ export function hessian(f) {
       const out = new Float64Array(1 + q + q * q);
       out[0] = r.root.data[0];
       const P = r.P.vars;
-      const copyAdjoints = (vars, at) => {
-        for (const p of vars) {
-          const a = nodeAdjoint(t, p._id, p.shape);
-          if (a !== null) out.set(a, at);
-          at += sizeOf(p.shape);
-        }
-      };
+      gradientOf(r, out, 1);
       for (let j = 0; j < q; j++) {
-        let V = first.V;
         let id = first.tangentId;
         if (j > 0) {
-          V = unitTangents(shapes, j).map((u) => leafVar(t, LEAF, u));
+          const V = unitTangents(shapes, j).map((u) => leafVar(t, LEAF, u));
           id = N.tapeJvp(t.h, r.root._id, ids(P), ids(V));
         }
         sweep(t, id, null);
-        if (j === 0) copyAdjoints(V, 1);
-        copyAdjoints(P, 1 + q + j * q);
+        adjointsInto(t, P, out, 1 + q + j * q);
       }
       return { value: out[0], gradient: inForms(slots, shapes, out, 1), hessian: symmetric(out, 1 + q, q) };
     } finally {
@@ -195,6 +216,7 @@ export function jacobian(f) {
       if (shape.length > 1) throw new Error(`jacobian: the function must return a scalar or a vector, got ${fmtShape(shape)}`);
       const m = shape.length === 0 ? 1 : shape[0];
       const n = leaf.data.length;
+      checkJacobianSize(m, n);
       if (y._tape !== t) return Array.from({ length: m }, () => new Array(n).fill(0));
       if (n <= m && t.externals === null) {
         let columns;
@@ -251,6 +273,7 @@ export function eagerJacobian(f) {
       const m = sizeOf(y.shape);
       const P = r.P.vars;
       const q = P.reduce((n, p) => n + sizeOf(p.shape), 0);
+      checkJacobianSize(m, q);
       const rows = [];
       for (let i = 0; i < m; i++) {
         const seed = new Float64Array(m);
@@ -303,15 +326,12 @@ class DerivedPlan {
    * parameter values past x (src/batch.rs, `units`): on every core,
    * in lanes of eight points where the plan's ops have lane kernels
    * (src/core/plan/lanes.rs). Each point's first `rows.length / count`
-   * gradient values go to `rows`; the first point's others to `rest`, and
-   * output 0 there to `value`, unless they are empty.
+   * gradient values go to `rows`.
    */
-  units(x, ins, label, rows, rest = NOTHING, value = NOTHING) {
-    N.planUnits(this.pool(), x, ins, label, rows, rest, value);
+  units(x, ins, label, rows) {
+    N.planUnits(this.pool(), x, ins, label, rows);
   }
 }
-
-const NOTHING = new Float64Array(0);
 
 /**
  * A plan's tangent plan (Plan::tangent_plan): parameters, their tangents,
@@ -426,12 +446,11 @@ export function attachDerivatives(c, resolve, eager) {
     // The tangent read first, as the eager hvp reads it: the same error first.
     const flat = tp.feed(x, v, inputs, 'hvp');
     if (base.rootShape.length !== 0) throw scalarRootError('hvp', base.rootShape);
+    // The value and gradient a compiled call gives, bit for bit (`gradientOf` says why).
+    const { value, gradient } = base.run(x, inputs, 'hvp');
     const grads = tp.gradients();
-    const h = tp.native();
-    N.planRun(h, [flat, tp.layout], [grads, tp.gradLayout]);
-    const value = new Float64Array(1);
-    N.planOutput(h, 0, value);
-    return { value: value[0], gradient: outForms(base, x, grads, tp.width), hvp: outForms(base, x, grads, 0) };
+    N.planRun(tp.native(), [flat, tp.layout], [grads, tp.gradLayout]);
+    return { value, gradient, hvp: outForms(base, x, grads, 0) };
   };
   c.hessian = (x, inputs) => {
     x = readOnce(x);
@@ -441,22 +460,15 @@ export function attachDerivatives(c, resolve, eager) {
     if (base.rootShape.length !== 0) throw scalarRootError('hessian', base.rootShape);
     const q = base.width();
     checkHessianSize(q, 'hessian');
+    // The value and gradient a compiled call gives, bit for bit; a failure
+    // on values (a matrix not positive definite) with its message.
+    const { value, gradient } = base.run(x, inputs, 'hessian');
+    if (q === 0) return { value, gradient, hessian: [] };
     const point = new Float64Array(q);
     base.packPoint(x, point, 0);
-    const ins = base.packInputs(inputs);
-    if (q === 0) return { value: base.value(x, inputs), gradient: outForms(base, x, point, 0), hessian: [] };
-    const room = base.reused('hessian', q * q + q);
-    const rows = room.subarray(0, q * q);
-    const gradient = room.subarray(q * q);
-    const value = new Float64Array(1);
-    try {
-      tangentOf(base).units(point, ins, 'hessian', rows, gradient, value);
-    } catch (e) {
-      // A failure on values (a matrix not positive definite), with the message a gradient call gives.
-      base.value(x, inputs);
-      throw e;
-    }
-    return { value: value[0], gradient: outForms(base, x, gradient, 0), hessian: symmetric(rows, 0, q, callerOrder(base, x)) };
+    const rows = base.reused('hessian', q * q);
+    tangentOf(base).units(point, base.packInputs(inputs), 'hessian', rows);
+    return { value, gradient, hessian: symmetric(rows, 0, q, callerOrder(base, x)) };
   };
   c.jacobian = (x, inputs) => {
     x = readOnce(x);
@@ -465,9 +477,7 @@ export function attachDerivatives(c, resolve, eager) {
     if (base === null) return eager.jacobian(x, inputs);
     const m = sizeOf(base.rootShape);
     const q = base.width();
-    if (m * q > MAX_VALUES) {
-      throw new Error(`jacobian: a ${m}×${q} Jacobian holds ${m * q} entries, more than the ${MAX_VALUES} a value may hold`);
-    }
+    checkJacobianSize(m, q);
     const out = base.reused('jacobian', m * q);
     try {
       // Forward mode where it takes no more passes (one per parameter value against one per

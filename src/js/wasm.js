@@ -384,18 +384,13 @@ export function loadWasm(bytes = wasmBytes()) {
       return finite;
     },
 
-    planUnits(h, x, inputs, label, rows, rest, value) {
+    planUnits(h, x, inputs, label, rows) {
       const n = put64(0, x);
       const m = put64(1, inputs);
       const l = putText(3, label);
-      reserve(2, (rows.length + rest.length + value.length) * 8);
-      id(X.plan_units(live(h), n, m, l, rows.length, rest.length, value.length));
-      heap();
-      let p2 = at[2] >>> 3;
-      for (const out of [rows, rest, value]) {
-        out.set(f64.subarray(p2, p2 + out.length));
-        p2 += out.length;
-      }
+      reserve(2, rows.length * 8);
+      id(X.plan_units(live(h), n, m, l, rows.length));
+      get64(2, rows);
     },
     // Many points per call, on this one thread: the plan is its own pool.
     planPool: (h) => h,

@@ -16,21 +16,18 @@ pub extern "C" fn plan_batch(p: u32, k: u32, params: u32, inputs: u32, label: u3
         batch::check(plan, n, inputs as usize, k).map_err(|f| Error(f.message(label)))?;
         let out = buffer::<f64>(2, (k + n) as u32);
         let (values, grads) = out.split_at_mut(k);
-        batch::run(Replicas::Own(plan), buffer(0, params), buffer(1, inputs), k, 1, values, grads, None, 0)
+        batch::run(Replicas::Own(plan), buffer(0, params), buffer(1, inputs), k, 1, values, grads, 0)
             .map_err(|f| Error(f.message(label)))
     }))
 }
 
 /// `batch::units` on this (the only) thread: x in scratch 0, inputs in
-/// scratch 1, the label (UTF-8) in scratch 3; the rows, then the rest, then
-/// the value go to scratch 2.
+/// scratch 1, the label (UTF-8) in scratch 3; the rows go to scratch 2.
 #[no_mangle]
-pub extern "C" fn plan_units(p: u32, x: u32, inputs: u32, label: u32, rows: u32, rest: u32, value: u32) -> i32 {
+pub extern "C" fn plan_units(p: u32, x: u32, inputs: u32, label: u32, rows: u32) -> i32 {
     status(with_plan(p, |plan| {
         let label = text_arg(3, label)?;
-        let out = buffer::<f64>(2, rows + rest + value);
-        let (rows, out) = out.split_at_mut(rows as usize);
-        let (rest, value) = out.split_at_mut(rest as usize);
-        batch::units(Replicas::Own(plan), buffer(0, x), buffer(1, inputs), rows, rest, value).map_err(|f| Error(f.message(label)))
+        let rows = buffer::<f64>(2, rows);
+        batch::units(Replicas::Own(plan), buffer(0, x), buffer(1, inputs), rows).map_err(|f| Error(f.message(label)))
     }))
 }

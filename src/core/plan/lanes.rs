@@ -148,7 +148,7 @@ impl Plan {
     /// `Lanes::varying`, `Lanes::swept` and `Lanes::to_fixed`, if the plan
     /// is small and each of those nodes has a lane kernel. Varying: what
     /// depends on a parameter past the first `fixed` slots (outputs
-    /// included: `lane_output` reads them).
+    /// included, which the forward steps compute too).
     pub(super) fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>, Vec<bool>)> {
         let nodes = &self.graph.nodes;
         if self.graph.values.len() > MAX_LANE_VALUES || !self.plain_layout {
@@ -333,34 +333,6 @@ impl Plan {
     /// directions', which are ∇f at every point).
     pub fn replay_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64], whole: bool) {
         replay(self, lanes, params, width, values, grads, whole)
-    }
-
-    /// Output `i`'s value at the first point these lanes last replayed
-    /// (a point of the group `replay_lanes` was given), into `out` (its
-    /// size). Only a scalar output: scalars keep their places in lanes,
-    /// where a vector's may be taken over by a later step.
-    pub fn lane_output(&self, lanes: &mut Lanes, i: usize, out: &mut [f64]) -> crate::core::error::Result<()> {
-        let id = match self.outputs.get(i) {
-            Some(&id) => id as usize,
-            None => return crate::fail!("plan has no output {i}"),
-        };
-        let node = &self.graph.nodes[id];
-        if out.len() != node.shape.size() {
-            return crate::fail!("output buffer does not match output {i}");
-        }
-        if lanes.varying[id] {
-            if node.shape != Shape::Scalar {
-                return crate::fail!("output {i} is not a scalar, which lanes do not keep");
-            }
-            let at = lanes.layout.value[id];
-            let v = lanes.arena.cells();
-            for (o, lane) in out.iter_mut().zip(&v[at..at + node.shape.size()]) {
-                *o = lane.get()[0];
-            }
-        } else {
-            out.copy_from_slice(&self.graph.values[node.range()]);
-        }
-        Ok(())
     }
 
     /// Replay `n` points (1 ≤ n ≤ LANES) forward only, in lanes made with
