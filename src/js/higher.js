@@ -75,7 +75,7 @@ function inTracedOrder(base, x) {
 
 // ---------------------------------------------------------------- eager
 
-/** Record f and the tangent leaves on a fresh tape: { r, V, tangentId }. */
+/** Record f and its tangent along v (or the unit direction `unit`) on a fresh tape: { r, tangentId, shapes, slots }. */
 function recordTangent(f, x, v, inputs, where, kind, unit = null) {
   const r = record(f, x, inputs, where, CONST);
   try {
@@ -89,7 +89,7 @@ function recordTangent(f, x, v, inputs, where, kind, unit = null) {
     } catch (e) {
       throw prefixed(where, e);
     }
-    return { r, V, tangentId, shapes, slots };
+    return { r, tangentId, shapes, slots };
   } catch (e) {
     retire(r.t);
     throw e;
