@@ -21,6 +21,7 @@ use crate::core::error::Result;
 use crate::core::plan::Plan;
 use std::cell::{Cell, RefCell};
 
+mod higher;
 mod many;
 
 thread_local! {
@@ -103,6 +104,17 @@ fn id(r: Result<u32>) -> i32 {
 fn status(r: Result<()>) -> i32 {
     match r {
         Ok(()) => 0,
+        Err(e) => {
+            fail(&e.0);
+            -1
+        }
+    }
+}
+
+/// 1 or 0 for a yes or a no, −1 for an error (its message kept).
+fn flag(r: Result<bool>) -> i32 {
+    match r {
+        Ok(yes) => i32::from(yes),
         Err(e) => {
             fail(&e.0);
             -1
@@ -458,46 +470,6 @@ pub extern "C" fn plan_slots(p: u32) -> i32 {
 pub extern "C" fn plan_root_shape(p: u32) -> i32 {
     match with_plan(p, |p| Ok(p.root_shape().dims())) {
         Ok(dims) => write_dims(dims),
-        Err(e) => {
-            fail(&e.0);
-            -1
-        }
-    }
-}
-
-// ---------------------------------------------------------------- forward mode and second order
-
-/// The leaves are scratch 0, their tangents scratch 1.
-#[no_mangle]
-pub extern "C" fn tape_jvp(t: u32, root: u32, n: u32) -> i32 {
-    id(api::tape_jvp(t, root, buffer(0, n), buffer(1, n)))
-}
-
-#[no_mangle]
-pub extern "C" fn plan_tangent(p: u32) -> i32 {
-    // The plan is made before `new_plan` takes the table again.
-    let plan = with_plan(p, |p| p.tangent_plan());
-    new_plan(plan)
-}
-
-#[no_mangle]
-pub extern "C" fn plan_rows(p: u32) -> i32 {
-    let plan = with_plan(p, |p| p.row_plan());
-    new_plan(plan)
-}
-
-/// Output `i`'s value goes to scratch 2, `len` values.
-#[no_mangle]
-pub extern "C" fn plan_output(p: u32, i: u32, len: u32) -> i32 {
-    status(with_plan(p, |p| api::plan_output_into(p, i as usize, buffer(2, len))))
-}
-
-/// Arguments in scratch 0; the Jacobian to scratch 2, `len` values.
-#[no_mangle]
-pub extern "C" fn plan_jacobian(p: u32, flat: u32, len: u32) -> i32 {
-    // 1: every entry finite, 0: not (`api::plan_jacobian`), −1: an error.
-    match with_plan(p, |p| api::plan_jacobian(p, buffer(0, flat), buffer(2, len), None)) {
-        Ok(finite) => i32::from(finite),
         Err(e) => {
             fail(&e.0);
             -1

@@ -251,7 +251,13 @@ fn every_hessian_vector_product_matches_differences_of_the_gradient() {
             hv.extend(a);
             grad.extend(b);
         }
+        // The sweep from the primal root on the same replay: the plan's gradient, bit for bit.
+        let mut primal = vec![f64::NAN; hv.len()];
+        assert!(tp.primal_gradient(&mut primal).unwrap(), "{}: the tangent plan keeps no primal sweep", c.name);
         let exact = gradient_at(&mut plan, &c, &c.values);
+        for (i, (a, b)) in primal.iter().zip(&exact).enumerate() {
+            assert_eq!(a.to_bits(), b.to_bits(), "{}: the primal sweep's gradient[{i}] {a} is not the plan's {b}", c.name);
+        }
         let h = 1e-5;
         let gp = gradient_at(&mut plan, &c, &along(&c.values, &dirs, h));
         let gm = gradient_at(&mut plan, &c, &along(&c.values, &dirs, -h));
@@ -362,4 +368,27 @@ fn the_tangent_of_a_solve_through_a_factor_needs_no_mask_and_no_double_negation(
     let before = g.nodes.len();
     jvp(&mut g, root, &seeds, false).unwrap();
     assert_eq!(g.nodes[before..].iter().filter(|n| n.op == Op::Const && n.shape == m(3, 3)).count(), 1);
+}
+
+/// Where large adjoints share blocks of the arena, the tangent's sweep may
+/// leave one where another primal adjoint lives: the primal sweep is not
+/// kept there (JavaScript then runs the plan it was derived from), and
+/// writes nothing.
+#[test]
+fn a_tangent_plan_with_shared_adjoint_blocks_keeps_no_primal_sweep() {
+    let mut g = Graph::default();
+    let n = 80; // 6 400 values a matrix, past SHARE_ADJOINTS_FROM
+    let x = g.leaf(Op::Leaf, m(n, n), &wave(n * n, 0.3)).unwrap();
+    let e = op(&mut g, Op::Exp, &[x]);
+    let p = op(&mut g, Op::Mul, &[e, x]);
+    let s = op(&mut g, Op::Sum, &[p]);
+    let plan = Plan::build(&g, s, &[x], &[]).unwrap();
+    let mut tp = plan.tangent_plan().unwrap();
+    tp.set(0, &wave(n * n, 0.3)).unwrap();
+    tp.set(1, &wave(n * n, 1.9)).unwrap();
+    tp.forward().unwrap();
+    tp.backward();
+    let mut out = vec![f64::NAN; n * n];
+    assert!(!tp.primal_gradient(&mut out).unwrap());
+    assert!(out.iter().all(|x| x.is_nan()));
 }

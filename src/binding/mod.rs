@@ -453,6 +453,15 @@ pub fn plan_rows(p: &External<PlanCell>, into: Option<&External<PlanCell>>) -> R
     with_plan(p, |p| p.row_plan().js()).and_then(|plan| plan_external(plan, into))
 }
 
+/// After `plan_run` of a tangent plan, the gradient of its primal root
+/// into `out` (`Plan::primal_gradient`); false where the plan keeps no such
+/// sweep.
+#[napi(catch_unwind)]
+pub fn plan_primal_gradient(p: &External<PlanCell>, mut out: Float64ArraySlice) -> Result<bool> {
+    // SAFETY: a fresh buffer of the caller's.
+    with_plan(p, |p| p.primal_gradient(unsafe { out.as_mut() }).js())
+}
+
 /// Output `i`'s value after the last replay, into `out`.
 #[napi(catch_unwind)]
 pub fn plan_output(p: &External<PlanCell>, i: u32, mut out: Float64ArraySlice) -> Result<()> {

@@ -10,7 +10,8 @@ import { build } from './budget.js';
 import { ReadMap, readOnce, readOnceLazily } from './forms.js';
 import { runMap } from './mapcall.js';
 import { INPUT, retire } from './tape.js';
-import { attachDerivatives, eagerJacobian, hessian, hvp, jvp } from './higher.js';
+import { attachDerivatives } from './derivatives.js';
+import { eagerJacobian, hessian, hvp, jvp } from './higher.js';
 
 const MAX_PLANS = 8;
 

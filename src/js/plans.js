@@ -3,7 +3,7 @@
 
 import { N } from './binding.js';
 import { checkInputs } from './drivers.js';
-import { attachDerivatives } from './higher.js';
+import { attachDerivatives } from './derivatives.js';
 import { ReadMap, readOnce, readOnceLazily } from './forms.js';
 import { runMap } from './mapcall.js';
 import { batchPoints, emptyBatch, pointError, settle } from './batching.js';

@@ -370,6 +370,12 @@ export function loadWasm(bytes = wasmBytes()) {
     },
     planTangent: (h) => plan(X.plan_tangent(live(h))),
     planRows: (h) => plan(X.plan_rows(live(h))),
+    planPrimalGradient(h, out) {
+      reserve(2, out.length * 8);
+      const kept = id(X.plan_primal_gradient(live(h), out.length)) === 1;
+      if (kept) get64(2, out);
+      return kept;
+    },
     planOutput(h, i, out) {
       reserve(2, out.length * 8);
       id(X.plan_output(live(h), i, out.length));

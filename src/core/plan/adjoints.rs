@@ -86,3 +86,17 @@ pub(super) fn share_adjoints(nodes: &[Node], swept: &[u32], needs: &[bool], root
     let outside: usize = (0..nodes.len()).filter(|&i| needs[i] && at[i] < values).map(|i| nodes[i].shape.size()).sum();
     Some(SharedAdjoints { at, clears, len, used: blocks + outside })
 }
+
+/// The arena ranges of the nodes `which` picks, neighbours merged: what a
+/// sweep clears of the adjoints.
+pub(super) fn arena_ranges(nodes: &[Node], which: impl Fn(usize) -> bool) -> Vec<(usize, usize)> {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for (_, node) in nodes.iter().enumerate().filter(|&(i, _)| which(i)) {
+        let r = node.range();
+        match ranges.last_mut() {
+            Some(last) if last.1 == r.start => last.1 = r.end,
+            _ => ranges.push((r.start, r.end)),
+        }
+    }
+    ranges
+}

@@ -2,9 +2,11 @@
 //! scalar root Hessian-vector products), and the replays and sweeps the
 //! Jacobians and Hessians of `api::higher` run on them.
 
-use super::{carry_chains, run_steps, Passes, Plan, Slot, Step};
+use super::{arena_ranges, carry_chains, run_steps, Passes, Plan, Slot, Step};
 use crate::core::error::Result;
-use crate::core::graph::{mark_needs, Graph};
+use crate::core::graph::{mark_needs, post_order, propagate, Graph};
+use crate::core::kernels::scalar;
+use crate::core::linalg::parallel;
 use crate::core::op::Op;
 use crate::core::shape::Shape;
 use crate::core::tangent;
@@ -33,10 +35,48 @@ impl Clone for Plan {
             clear: self.clear.clone(),
             outputs: self.outputs.clone(),
             varying: self.varying.clone(),
+            primal: self.primal.clone(),
             names: self.names.clone(),
             current: self.current.clone(),
             plain_layout: self.plain_layout,
         }
+    }
+}
+
+/// A tangent plan's sweep from its primal root (output 0) with the
+/// ordinary adjoint rules: valueAndGrad's gradient, bit for bit, from the
+/// forward replay the tangent's sweep ran on. The steps are those of the
+/// plan it was derived from, in the same order (the walk from the primal
+/// root visits the nodes as that plan's did), so each adjoint sums the
+/// same terms in the same order. Kept only where every adjoint has its own
+/// offset (no shared blocks): the tangent's sweep is over before this one
+/// clears and writes them.
+#[derive(Clone)]
+pub(super) struct PrimalSweep {
+    root: u32,
+    steps: Vec<Step>,
+    needs: Vec<bool>,
+    clear: Vec<(usize, usize)>,
+}
+
+impl PrimalSweep {
+    fn of(plan: &Plan) -> Option<PrimalSweep> {
+        let &root = plan.outputs.first()?;
+        if plan.shared.is_some() || plan.region.is_some() {
+            return None;
+        }
+        let nodes = &plan.graph.nodes;
+        let order = post_order(nodes, root);
+        let mut needs = Vec::new();
+        mark_needs(nodes, &order, |n| n.op == Op::Leaf, &mut needs);
+        needs[root as usize] = true;
+        let mut walked = vec![false; nodes.len()];
+        for &id in &order {
+            walked[id as usize] = true;
+        }
+        let steps = order.iter().rev().filter(|&&i| nodes[i as usize].op.is_pure() && needs[i as usize]).map(|&i| Step::of(nodes, i, &needs)).collect();
+        let clear = arena_ranges(nodes, |i| walked[i] && needs[i]);
+        Some(PrimalSweep { root, steps, needs, clear })
     }
 }
 
@@ -124,7 +164,42 @@ impl Plan {
         let mut varying: Vec<Step> = varying_ids.iter().map(|&i| Step::of(nodes, i, &plan.needs)).collect();
         carry_chains(&mut varying);
         plan.varying = varying;
+        plan.primal = PrimalSweep::of(&plan);
         Ok(plan)
+    }
+
+    /// After a replay of a tangent plan and the sweep from its tangent, the
+    /// sweep from its primal root (`PrimalSweep`), and the gradient of the
+    /// primal parameters (the first half) into `out`, one after another;
+    /// false (and nothing written) where the plan keeps no such sweep.
+    pub fn primal_gradient(&mut self, out: &mut [f64]) -> Result<bool> {
+        let Some(p) = &self.primal else { return Ok(false) };
+        let primal = &self.params[..self.params.len() / 2];
+        if out.len() != primal.iter().map(|s| s.shape.size()).sum::<usize>() {
+            return fail!("gradient buffer does not match the plan's parameters");
+        }
+        let adj = &mut self.adj.0;
+        for &(a, b) in &p.clear {
+            parallel::zero(&mut adj[a..b]);
+        }
+        let g = &mut self.graph;
+        adj[g.nodes[p.root as usize].val] = 1.0;
+        for step in &p.steps {
+            match *step {
+                Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),
+                Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, &p.needs),
+            }
+        }
+        let mut at = 0;
+        for slot in primal {
+            let to = &mut out[at..at + slot.shape.size()];
+            match slot.node {
+                Some(node) if p.needs[node as usize] => to.copy_from_slice(&adj[g.nodes[node as usize].range()]),
+                _ => to.fill(0.0),
+            }
+            at += to.len();
+        }
+        Ok(true)
     }
 
     /// Whether this is a tangent plan with steps that depend on the

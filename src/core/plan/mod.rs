@@ -14,7 +14,7 @@
 //!   own (kernels/scalar.rs), so results stay bit-identical.
 
 use super::error::Result;
-use adjoints::{share_adjoints, AdjointArena, SharedAdjoints};
+use adjoints::{arena_ranges, share_adjoints, AdjointArena, SharedAdjoints};
 use compact::compact;
 use super::graph::{eval, mark_needs, post_order, post_order_all, propagate, propagate_at, Graph, Node};
 use super::{kernels::scalar::{self, Formula}, linalg::parallel};
@@ -191,6 +191,8 @@ pub struct Plan {
     /// In a tangent plan (`tangent_plan`), the forward steps that depend on
     /// the tangents: all a replay must redo when only they change.
     varying: Vec<Step>,
+    /// In a tangent plan, the sweep from its primal root, where kept (`PrimalSweep`).
+    primal: Option<derived::PrimalSweep>,
     /// For a plan read from JSON, the names its slots are called by.
     pub names: Option<SlotNames>,
     current: Current,
@@ -318,7 +320,7 @@ impl Plan {
         let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
         let outputs = outputs.to_vec();
         let current = Current(false);
-        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), names: None, current, plain_layout }
+        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), primal: None, names: None, current, plain_layout }
     }
 
     pub fn params(&self) -> &[Slot] {
@@ -499,20 +501,6 @@ impl Plan {
     pub fn is_empty(&self) -> bool {
         self.graph.nodes.is_empty()
     }
-}
-
-/// The arena ranges of the nodes `which` picks, neighbours merged: what a
-/// sweep clears of the adjoints.
-fn arena_ranges(nodes: &[Node], which: impl Fn(usize) -> bool) -> Vec<(usize, usize)> {
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
-    for (_, node) in nodes.iter().enumerate().filter(|&(i, _)| which(i)) {
-        let r = node.range();
-        match ranges.last_mut() {
-            Some(last) if last.1 == r.start => last.1 = r.end,
-            _ => ranges.push((r.start, r.end)),
-        }
-    }
-    ranges
 }
 
 #[cfg(test)]
