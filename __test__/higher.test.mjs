@@ -1016,6 +1016,18 @@ describe('5. eager, compiled and rebuilt plans agree bit for bit, also in a Work
       G.sum(G.mul(G.reshape(G.inv(p.A), [9]), G.lgamma(G.add(G.reshape(p.A, [9]), 2)))),
       G.pow(G.sum(G.sigmoid(p.b)), 1.5),
     ), () => ({ x: { b: [0.5, -0.3, 0.2], A }, v: { b: [1, 0, -1], A: [[0, 1, 0], [1, 0, 0], [0, 0, 1]] } })],
+    // Eager sees an input as a constant, a plan as an input; a constant made
+    // by ops stays ops eagerly and is folded when compiled. Neither may
+    // change how the Cholesky tangent is taken.
+    ['a symmetric input matrix through solvePSD', (p, d) => {
+      const K = G.addDiag(G.mul(d.K, G.exp(p.l)), G.exp(p.n));
+      return G.add(G.dot([1, 2], G.solvePSD(K, [1, 2])), G.sum(K));
+    }, () => ({ x: { l: 0.1, n: -1 }, v: { l: 1, n: 1 }, ins: { K: [[2, 1], [1, 2]] } })],
+    ['a constant built by matmul, folded when compiled, through solvePSD', (p) => {
+      const C = [[0.5, 0.25], [0.125, 1.5]];
+      const K = G.addDiag(G.mul(G.matmul(C, G.transpose(C)), G.exp(p.l)), G.exp(p.n));
+      return G.add(G.dot([1, 2], G.solvePSD(K, [1, 2])), G.sum(K));
+    }, () => ({ x: { l: 0.2, n: -0.2 }, v: { l: 1, n: 1 } })],
   ];
 
   for (const [name, f, args] of cases) {

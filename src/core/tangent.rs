@@ -10,7 +10,6 @@
 
 use super::error::Result;
 use super::graph::{post_order, Graph};
-use super::kernels::scalar;
 use super::op::Op;
 use super::rules::{self, Record};
 use super::shape::Shape;
@@ -34,8 +33,6 @@ struct Recorder<'a> {
     g: &'a mut Graph,
     evaluate: bool,
     constants: HashMap<Constant, u32>,
-    /// `symmetric`'s answers so far.
-    symmetric: HashMap<u32, bool>,
 }
 
 impl Recorder<'_> {
@@ -99,46 +96,6 @@ impl Record for Recorder<'_> {
         self.constant(Constant::HalfLower(n))
     }
 
-    /// Whether node `id` is a symmetric matrix whatever the leaves hold (a
-    /// scalar counts, as an operand spread over one): made by elementwise
-    /// ops, `addDiag` and transposes from symmetric constants, so entries
-    /// (i, j) and (j, i) go through the same formulas from the same numbers.
-    fn symmetric(&mut self, id: u32) -> bool {
-        let mut stack = vec![id];
-        while let Some(&top) = stack.last() {
-            if self.symmetric.contains_key(&top) {
-                stack.pop();
-                continue;
-            }
-            let node = &self.g.nodes[top as usize];
-            let operands: &[u32] = match node.op {
-                _ if node.shape == Shape::Scalar => &[],
-                _ if node.shape.square().is_none() => &[],
-                Op::Const => &[],
-                Op::AddDiag | Op::Transpose => &node.parents[..1],
-                op if scalar::has_formula(op) => &node.parents,
-                _ => &[],
-            };
-            let pending: Vec<u32> = operands.iter().copied().filter(|p| !self.symmetric.contains_key(p)).collect();
-            if !pending.is_empty() {
-                stack.extend(pending);
-                continue;
-            }
-            let answer = match node.op {
-                _ if node.shape == Shape::Scalar => true,
-                _ if node.shape.square().is_none() => false,
-                Op::Const => {
-                    let (n, v) = (node.shape.rows_cols().0, &self.g.values[node.range()]);
-                    (0..n).all(|i| (0..i).all(|j| v[i * n + j] == v[j * n + i]))
-                }
-                _ => !operands.is_empty() && operands.iter().all(|p| self.symmetric[p]),
-            };
-            self.symmetric.insert(top, answer);
-            stack.pop();
-        }
-        self.symmetric[&id]
-    }
-
     /// A lower product (the Cholesky tangent), or its transposes: the
     /// product writes zeros above the diagonal, and its adjoints read the
     /// lower triangle of its own alone.
@@ -165,7 +122,7 @@ pub fn jvp(g: &mut Graph, root: u32, seeds: &[(u32, u32)], evaluate: bool) -> Re
         }
         tangent.insert(leaf, t);
     }
-    let mut r = Recorder { g, evaluate, constants: HashMap::new(), symmetric: HashMap::new() };
+    let mut r = Recorder { g, evaluate, constants: HashMap::new() };
     for id in order {
         let node = &r.g.nodes[id as usize];
         if node.parents.is_empty() {

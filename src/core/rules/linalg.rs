@@ -75,14 +75,14 @@ pub(super) fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Optio
         Op::Cholesky => {
             let ta = ts[0].expect("one operand");
             let n = r.shape(y).rows_cols().0;
-            // A tangent symmetric by construction is its own symmetric part.
-            let sym = if r.symmetric(ta) {
-                ta
-            } else {
-                let (half, at) = (r.number(0.5)?, r.op(Op::Transpose, &[ta])?);
-                let both = r.op(Op::Add, &[ta, at])?;
-                r.op(Op::Mul, &[both, half])?
-            };
+            // The factor reads one triangle, so its tangent is that of the
+            // symmetric part, (Ȧ + Ȧᵀ)/2: exactly Ȧ when Ȧ is symmetric.
+            // Taken always, never on the values of Ȧ's constants: eager
+            // sees an input as a constant, a plan as an input, and a plan
+            // folds what eager keeps as ops, yet both must round alike.
+            let (half, at) = (r.number(0.5)?, r.op(Op::Transpose, &[ta])?);
+            let both = r.op(Op::Add, &[ta, at])?;
+            let sym = r.op(Op::Mul, &[both, half])?;
             let lower = Op::TriangularSolve { lower: true };
             let w = r.op(lower, &[y, sym])?;
             let wt = r.op(Op::Transpose, &[w])?;

@@ -119,8 +119,6 @@ pub(crate) trait Record {
     fn triangle(&mut self, n: usize, lower: bool) -> Result<u32>;
     /// n×n: 1 below the diagonal, 1/2 on it, 0 above (the Cholesky tangent's Φ).
     fn half_lower(&mut self, n: usize) -> Result<u32>;
-    /// Whether node `id` is a symmetric matrix whatever the leaves hold.
-    fn symmetric(&mut self, id: u32) -> bool;
     /// `Some(lower)` when node `id` holds exact zeros outside a triangle
     /// (on and below the diagonal, or on and above) whatever the leaves
     /// hold, and its adjoint reads only that triangle of its own.
