@@ -18,9 +18,13 @@ use crate::core::error::Error;
 use crate::core::plan::{Lanes, Plan, LANES};
 use crate::core::shape::Shape;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
+
+mod directions;
+use directions::primal;
+pub use directions::{columns, units};
 
 /// The most points one batch takes.
 pub const MAX_POINTS: usize = 1 << 24;
@@ -216,6 +220,10 @@ struct Shared<'a> {
     /// Points evaluated, and the nanoseconds the threads spent on them.
     done: AtomicUsize,
     busy_ns: AtomicU64,
+    /// Where the first replica to end its blocks at the points' shared
+    /// slots writes the value and gradient there (`units`), and whether it did.
+    primal: Mutex<Option<&'a mut [f64]>>,
+    primal_written: AtomicBool,
 }
 
 /// `work`, timed into `s.busy_ns` (not under WebAssembly, which has no clock here).
@@ -253,17 +261,24 @@ fn work(p: &mut Plan, cached: &mut Option<Lanes>, s: &Shared) {
     // kernel cannot fail at a point: its points go through in groups of
     // LANES, what depends on the slots held alike computed once.
     let mut lanes = if s.width > 0 { p.lanes(cached.take(), s.same_slots, true) } else { None };
-    blocks(p, &mut lanes, np, s);
+    let replayed = blocks(p, &mut lanes, np, s);
     *cached = lanes;
+    if replayed && s.stop.load(Ordering::Relaxed) == usize::MAX {
+        if let Some(out) = lock(&s.primal).take() {
+            s.primal_written.store(primal(p, out), Ordering::Relaxed);
+        }
+    }
 }
 
-/// Evaluate blocks from the queue until it is empty or a lower point has failed.
-fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
-    let mut primed = false;
+/// Evaluate blocks from the queue until it is empty or a lower point has
+/// failed. Whether the plan's values are then those of the slots every
+/// point holds alike (its lanes were made, or it replayed a point).
+fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) -> bool {
+    let (mut primed, mut replayed) = (false, lanes.is_some());
     loop {
-        let Some(block) = lock(&s.queue).next() else { return };
+        let Some(block) = lock(&s.queue).next() else { return replayed };
         if block.first > s.stop.load(Ordering::Relaxed) {
-            return; // blocks come in order: every later one is above it too
+            return replayed; // blocks come in order: every later one is above it too
         }
         if let Some(lanes) = lanes {
             let w = s.width;
@@ -278,7 +293,7 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
         for (j, value) in block.values.iter_mut().enumerate() {
             let i = block.first + j;
             if i > s.stop.load(Ordering::Relaxed) {
-                return;
+                return replayed;
             }
             let point = &s.params[i * s.width..(i + 1) * s.width];
             let grad = &mut block.grads[j * s.width..(j + 1) * s.width];
@@ -286,9 +301,9 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) {
             if let Err(error) = one(p, from, np, point, value, grad) {
                 s.stop.fetch_min(i, Ordering::Relaxed);
                 lock(&s.failures).push(Failure { index: Some(i), error });
-                return;
+                return false;
             }
-            primed = p.replays_tangents_alone();
+            (primed, replayed) = (p.replays_tangents_alone(), true);
         }
         s.done.fetch_add(block.values.len(), Ordering::Relaxed);
     }
@@ -359,6 +374,24 @@ pub fn run(
     grads: &mut [f64],
     same_slots: usize,
 ) -> Result<(), Failure> {
+    run_into(replicas, params, inputs, k, threads, values, grads, same_slots, None).map(|_| ())
+}
+
+/// `run`, and with `primal` (a tangent plan's points, `units`) the value
+/// and gradient at the slots every point holds alike (`primal`): whether
+/// they were written.
+#[allow(clippy::too_many_arguments)]
+fn run_into(
+    replicas: Replicas,
+    params: &[f64],
+    inputs: &[f64],
+    k: usize,
+    threads: usize,
+    values: &mut [f64],
+    grads: &mut [f64],
+    same_slots: usize,
+    primal: Option<&mut [f64]>,
+) -> Result<bool, Failure> {
     let plan = replicas.plan();
     check(plan, params.len(), inputs.len(), k)?;
     let width = width(plan);
@@ -396,6 +429,8 @@ pub fn run(
         same_slots,
         done: AtomicUsize::new(0),
         busy_ns: AtomicU64::new(0),
+        primal: Mutex::new(primal),
+        primal_written: AtomicBool::new(false),
     };
     // A panic (a bug) ends its thread's work and becomes an error; the
     // replica it was using is dropped, not returned to the pool.
@@ -425,61 +460,8 @@ pub fn run(
     let failures = shared.failures.into_inner().unwrap_or_else(|e| e.into_inner());
     match failures.into_iter().min_by_key(|f| f.index.unwrap_or(0)) {
         Some(f) => Err(f),
-        None => Ok(()),
+        None => Ok(shared.primal_written.into_inner()),
     }
-}
-
-/// A tangent plan's forward Jacobian (`api::plan_jacobian`: `flat` holds
-/// the parameters, then the inputs) on one of the pool's replicas, in the
-/// lanes the replica keeps; whether every entry is finite.
-pub fn columns(pool: &Pool, flat: &[f64], out: &mut [f64]) -> crate::core::error::Result<bool> {
-    let mut r = pool.take();
-    let result = crate::api::plan_jacobian(&mut r.plan, flat, out, Some(&mut r.lanes));
-    pool.give(r);
-    result
-}
-
-/// The gradients of a derived plan (`Plan::tangent_plan`: a Hessian's rows;
-/// `Plan::row_plan`: a Jacobian's) at the points (x, eⱼ), one per unit
-/// direction eⱼ of the parameter values past x, as batches (on every core,
-/// in lanes where the ops allow). Each point's first `rows.len() / count`
-/// gradient values go to `rows`.
-pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64]) -> std::result::Result<(), Failure> {
-    let width = width(replicas.plan());
-    let count = width.saturating_sub(x.len());
-    let keep = rows.len().checked_div(count).unwrap_or(0);
-    if x.len() > width || rows.len() != count * keep || keep > width {
-        return Err(Failure::whole("unit directions: buffers do not match the plan"));
-    }
-    if count == 0 {
-        return Ok(());
-    }
-    // The slots x fills, which every point holds.
-    let (mut same, mut filled) = (0, 0);
-    while filled < x.len() {
-        filled += replicas.plan().slot_size(same);
-        same += 1;
-    }
-    // Points per batch: all of them unless that would hold more than 2^24 values.
-    let per = count.min((1usize << 24) / width).max(8).min(count);
-    let (mut params, mut grads, mut values) = (vec![0.0; per * width], vec![0.0; per * width], vec![0.0; per]);
-    for from in (0..count).step_by(per) {
-        let k = per.min(count - from);
-        for (i, point) in params.chunks_exact_mut(width).take(k).enumerate() {
-            point[..x.len()].copy_from_slice(x);
-            point[x.len()..].fill(0.0);
-            point[x.len() + from + i] = 1.0;
-        }
-        let chunk = match &mut replicas {
-            Replicas::Own(p) => Replicas::Own(p),
-            Replicas::Pool(pool) => Replicas::Pool(pool),
-        };
-        run(chunk, &params[..k * width], inputs, k, 0, &mut values[..k], &mut grads[..k * width], same)?;
-        for (i, g) in grads.chunks_exact(width).take(k).enumerate() {
-            rows[(from + i) * keep..(from + i + 1) * keep].copy_from_slice(&g[..keep]);
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -334,6 +334,31 @@ fn forward_jacobians_in_lanes_give_the_columns_one_at_a_time() {
     check(&mut tp, &x, &[], "A·tanh(v) + c·v²");
 }
 
+/// A plan's value and gradient at `x` (its parameters flat), one replay.
+fn value_and_gradient(plan: &Plan, x: &[f64], inputs: &[f64]) -> Vec<f64> {
+    let mut p = plan.clone();
+    let np = p.params().len();
+    let (mut at, mut from_inputs) = (0, 0);
+    for i in 0..p.slot_count() {
+        let n = p.slot_size(i);
+        if i < np {
+            p.set(i, &x[at..at + n]).unwrap();
+            at += n;
+        } else {
+            p.set(i, &inputs[from_inputs..from_inputs + n]).unwrap();
+            from_inputs += n;
+        }
+    }
+    let mut out = vec![p.forward().unwrap()[0]];
+    p.backward();
+    for i in 0..np {
+        let mut g = vec![0.0; p.slot_size(i)];
+        p.gradient(i, &mut g).unwrap();
+        out.extend(g);
+    }
+    out
+}
+
 /// The gradients of `p` at (x, eⱼ), one ordinary replay per unit direction
 /// eⱼ of the parameter values past x; each one's first x.len() values, row
 /// after row: the reference for `batch::units`.
@@ -397,7 +422,17 @@ fn hessian_and_jacobian_rows_in_lanes_with_x_fixed_give_the_single_results() {
                 let x: Vec<f64> = x.iter().map(|&v| v + round as f64).collect();
                 let expected = if round == 0 { expected.clone() } else { units_one_at_a_time(&mut p, &x, &inputs) };
                 let mut rows = vec![f64::NAN; expected.len()];
-                batch::units(Replicas::Pool(&pool), &x, &inputs, &mut rows).unwrap();
+                // A Hessian's value and gradient at x, from a replica's sweep from its primal root.
+                let mut primal = vec![f64::NAN; 1 + x.len()];
+                let wanted = (what == "hessian").then_some(&mut primal[..]);
+                let written = batch::units(Replicas::Pool(&pool), &x, &inputs, &mut rows, wanted).unwrap();
+                assert_eq!(written, what == "hessian", "seed {seed}, {what}: value and gradient written");
+                if written {
+                    let want = value_and_gradient(&plan, &x, &inputs);
+                    for (e, (&a, &b)) in primal.iter().zip(&want).enumerate() {
+                        assert_eq!(a.to_bits(), b.to_bits(), "seed {seed}, round {round}, value and gradient [{e}]: {a} vs {b}");
+                    }
+                }
                 for (e, (&a, &b)) in rows.iter().zip(&expected).enumerate() {
                     assert!(same(a, b), "seed {seed}, {what}, round {round}, entry {e}: {a} vs {b}");
                 }

@@ -3,6 +3,7 @@
 //! central differences of its gradient; the tape's tangent and the plan's
 //! agree bit for bit.
 
+use tangent_grad::batch::{self, Pool, Replicas};
 use tangent_grad::core::graph::Graph;
 use tangent_grad::core::op::{Exponent, Op};
 use tangent_grad::core::plan::Plan;
@@ -265,6 +266,34 @@ fn every_hessian_vector_product_matches_differences_of_the_gradient() {
             let fd = (gp[i] - gm[i]) / (2.0 * h);
             assert!(close(hv[i], fd, 1e-6), "{}: (Hv)[{i}] = {} against {fd}", c.name, hv[i]);
             assert!(close(grad[i], exact[i], 1e-12), "{}: the tangents' adjoint {} is not the gradient {}", c.name, grad[i], exact[i]);
+        }
+    }
+}
+
+/// A Hessian's rows on a pool of replicas (`batch::units`, every
+/// direction, tangents alone replayed past the first): the value and
+/// gradient one of them sweeps from its primal root are the plan's, bit
+/// for bit, and each row is the H·v of its unit direction.
+#[test]
+fn hessian_rows_on_replicas_give_the_plans_value_and_gradient() {
+    for c in cases() {
+        let (mut plan, tp) = plans(&c);
+        let pool = Pool::new(&tp);
+        // Twice: the second call, at another point, on the replicas the first left.
+        for round in 0..2 {
+            let values: Vec<Vec<f64>> = c.values.iter().map(|v| v.iter().map(|x| x * (1.0 + 1e-3 * round as f64)).collect()).collect();
+            let x: Vec<f64> = values.concat();
+            let q = x.len();
+            let exact = gradient_at(&mut plan, &c, &values);
+            let value = plan.forward().unwrap()[0];
+            let (mut rows, mut primal) = (vec![f64::NAN; q * q], vec![f64::NAN; 1 + q]);
+            let written = batch::units(Replicas::Pool(&pool), &x, &[], &mut rows, Some(&mut primal)).unwrap();
+            assert!(written, "{}, round {round}: no replica kept the primal sweep", c.name);
+            assert_eq!(primal[0].to_bits(), value.to_bits(), "{}, round {round}: value {} against {value}", c.name, primal[0]);
+            for (i, (a, b)) in primal[1..].iter().zip(&exact).enumerate() {
+                assert_eq!(a.to_bits(), b.to_bits(), "{}, round {round}: gradient[{i}] {a} is not the plan's {b}", c.name);
+            }
+            assert!(rows.iter().all(|r| !r.is_nan()), "{}: every row written", c.name);
         }
     }
 }

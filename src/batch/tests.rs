@@ -184,7 +184,7 @@ fn hessian_rows_after_the_first_replay_only_the_tangent_steps() {
         expected.extend(row.map(f64::to_bits));
     }
     let mut rows = vec![0.0; 81];
-    units(Replicas::Own(&mut tp), &x, &[], &mut rows).unwrap();
+    units(Replicas::Own(&mut tp), &x, &[], &mut rows, None).unwrap();
     assert_eq!(rows.iter().map(|r| r.to_bits()).collect::<Vec<_>>(), expected);
     assert!(rows.iter().any(|&r| r != 0.0));
 }

@@ -42,7 +42,8 @@ pub fn plan_batch(
 
 /// A derived plan's gradients along every unit direction past `x` (a
 /// Hessian's or a Jacobian's rows, `batch::units`) on its replicas, into
-/// the caller's fresh buffers. Errors say `label: point i: …`.
+/// the caller's fresh buffers; with `primal`, a Hessian's value and
+/// gradient at x too: whether they were written. Errors say `label: point i: …`.
 #[napi(catch_unwind)]
 pub fn plan_units(
     pool: &External<Arc<Pool>>,
@@ -50,10 +51,13 @@ pub fn plan_units(
     inputs: &[f64],
     label: String,
     mut rows: Float64ArraySlice,
-) -> Result<()> {
-    // SAFETY: a buffer of the caller's, distinct from every input.
+    primal: Option<Float64ArraySlice>,
+) -> Result<bool> {
+    // SAFETY: the caller's fresh buffers, distinct from each other and from every input.
     let rows = unsafe { rows.as_mut() };
-    batch::units(Replicas::Pool(pool), x, inputs, rows).map_err(|f| batch_err(f, &label))
+    let mut primal = primal;
+    let primal = primal.as_mut().map(|p| unsafe { p.as_mut() });
+    batch::units(Replicas::Pool(pool), x, inputs, rows, primal).map_err(|f| batch_err(f, &label))
 }
 
 /// A tangent plan's forward Jacobian (`batch::columns`): parameters then

@@ -58,10 +58,12 @@ class DerivedPlan {
    * parameter values past x (src/batch.rs, `units`): on every core,
    * in lanes of eight points where the plan's ops have lane kernels
    * (src/core/plan/lanes.rs). Each point's first `rows.length / count`
-   * gradient values go to `rows`.
+   * gradient values go to `rows`. With `primal` (1 + x's length), a
+   * Hessian's: the value and gradient at x too, where a replica's sweep
+   * from its primal root gives them (Plan::primal_gradient); whether it did.
    */
-  units(x, ins, label, rows) {
-    N.planUnits(this.pool(), x, ins, label, rows);
+  units(x, ins, label, rows, primal) {
+    return N.planUnits(this.pool(), x, ins, label, rows, primal);
   }
 }
 
@@ -206,15 +208,30 @@ export function attachDerivatives(c, resolve, eager) {
     if (base.rootShape.length !== 0) throw scalarRootError('hessian', base.rootShape);
     const q = base.width();
     checkHessianSize(q, 'hessian');
-    // The value and gradient a compiled call gives, bit for bit; a failure
-    // on values (a matrix not positive definite) with its message.
-    const { value, gradient } = base.run(x, inputs, 'hessian');
-    if (q === 0) return { value, gradient, hessian: [] };
+    if (q === 0) {
+      const { value, gradient } = base.run(x, inputs, 'hessian');
+      return { value, gradient, hessian: [] };
+    }
     const point = new Float64Array(q);
     base.packPoint(x, point, 0);
     const rows = base.reused('hessian', q * q);
-    tangentOf(base).units(point, base.packInputs(inputs), 'hessian', rows);
-    return { value, gradient, hessian: symmetric(rows, 0, q, callerOrder(base, x)) };
+    const primal = base.reused('hessian at x', 1 + q);
+    let atX;
+    try {
+      atX = tangentOf(base).units(point, base.packInputs(inputs), 'hessian', rows, primal);
+    } catch (e) {
+      // A failure on values (a matrix not positive definite), with the message a compiled call gives.
+      base.run(x, inputs, 'hessian');
+      throw e;
+    }
+    const hessian = symmetric(rows, 0, q, callerOrder(base, x));
+    // The value and gradient a compiled call gives, bit for bit (`gradientOf` says why):
+    // from a replica's sweep from its primal root where it keeps one.
+    if (!atX) {
+      const { value, gradient } = base.run(x, inputs, 'hessian');
+      return { value, gradient, hessian };
+    }
+    return { value: primal[0], gradient: outForms(base, x, primal, 1), hessian };
   };
   c.jacobian = (x, inputs) => {
     x = readOnce(x);

@@ -114,9 +114,9 @@ export function loadWasm(bytes = wasmBytes()) {
     }
     return r.written;
   };
-  const get64 = (s, out) => {
+  const get64 = (s, out, from = 0) => {
     heap();
-    const p = at[s] >>> 3;
+    const p = (at[s] >>> 3) + from;
     const n = out.length;
     if (n > 16) out.set(f64.subarray(p, p + n));
     else for (let i = 0; i < n; i++) out[i] = f64[p + i];
@@ -390,13 +390,16 @@ export function loadWasm(bytes = wasmBytes()) {
       return finite;
     },
 
-    planUnits(h, x, inputs, label, rows) {
+    planUnits(h, x, inputs, label, rows, primal) {
       const n = put64(0, x);
       const m = put64(1, inputs);
       const l = putText(3, label);
-      reserve(2, rows.length * 8);
-      id(X.plan_units(live(h), n, m, l, rows.length));
+      const extra = primal === undefined ? 0 : primal.length;
+      reserve(2, (rows.length + extra) * 8);
+      const atX = id(X.plan_units(live(h), n, m, l, rows.length, extra)) === 1;
       get64(2, rows);
+      if (atX) get64(2, primal, rows.length);
+      return atX;
     },
     // Many points per call, on this one thread: the plan is its own pool.
     planPool: (h) => h,
