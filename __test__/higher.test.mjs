@@ -1074,6 +1074,8 @@ describe('5a. the gradient hessian and hvp give is valueAndGrad\'s, bit for bit'
     ['cholesky', (p) => G.sum(G.cholesky(G.addDiag(G.matmul(G.reshape(p, [3, 1]), G.reshape(p, [1, 3])), 1))), () => rng.vector(3, -2, 2)],
     ['sqrt behind relu', (p) => G.sum(G.mul(p, G.sqrt(G.relu(p)))), () => [-1, 4]],
     ['BENCH gp, n = 20', gp(G, gpData(20)), () => ({ l: rng.uniform(0.8, 1.6), v: rng.uniform(0.5, 1.5) })],
+    // 4 900-value adjoints, in blocks shared by when they are live.
+    ['BENCH gp, n = 70', gp(G, gpData(70)), () => ({ l: rng.uniform(0.8, 1.6), v: rng.uniform(0.5, 1.5) })],
   ];
   for (const [name, f, point] of cases) {
     test(name, () => {

@@ -1,7 +1,10 @@
 //! A plan's adjoint arena: large adjoints laid out by when they are live,
 //! so that adjoints never live at the same time share a block.
 
-use crate::core::graph::Node;
+use super::Step;
+use crate::core::graph::{propagate, propagate_at, Graph, Node};
+use crate::core::kernels::scalar;
+use crate::core::linalg::parallel;
 use crate::core::shape::Shape;
 
 /// A plan's adjoints. A copy (a batch's replica) starts zeroed, not copied:
@@ -99,4 +102,32 @@ pub(super) fn arena_ranges(nodes: &[Node], which: impl Fn(usize) -> bool) -> Vec
         }
     }
     ranges
+}
+
+/// A reverse sweep from `root` (a scalar) by `steps` into `adj`: `clear`
+/// zeroed first, and with `shared` each block when its adjoint turns live.
+pub(super) fn sweep(steps: &[Step], clear: &[(usize, usize)], shared: Option<&SharedAdjoints>, root: u32, g: &mut Graph, adj: &mut [f64], needs: &[bool]) {
+    for &(a, b) in clear {
+        parallel::zero(&mut adj[a..b]);
+    }
+    adj[g.nodes[root as usize].val] = 1.0;
+    let Some(shared) = shared else {
+        for step in steps {
+            match *step {
+                Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),
+                Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, needs),
+            }
+        }
+        return;
+    };
+    let mut clears = shared.clears.iter().peekable();
+    for (i, step) in steps.iter().enumerate() {
+        while let Some(&(_, a, b)) = clears.next_if(|c| c.0 == i) {
+            parallel::zero(&mut adj[a..b]);
+        }
+        match *step {
+            Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),
+            Step::Node(id) => propagate_at(&g.nodes, id as usize, &g.values, adj, &shared.at, &mut g.aux, needs),
+        }
+    }
 }

@@ -2,11 +2,10 @@
 //! scalar root Hessian-vector products), and the replays and sweeps the
 //! Jacobians and Hessians of `api::higher` run on them.
 
-use super::{arena_ranges, carry_chains, run_steps, Passes, Plan, Slot, Step};
+use super::adjoints::{share_adjoints, sweep, SharedAdjoints};
+use super::{arena_ranges, carry_chains, run_steps, Passes, Plan, Slot, Step, SHARE_ADJOINTS_FROM};
 use crate::core::error::Result;
-use crate::core::graph::{mark_needs, post_order, propagate, Graph};
-use crate::core::kernels::scalar;
-use crate::core::linalg::parallel;
+use crate::core::graph::{mark_needs, post_order, Graph, Node};
 use crate::core::op::Op;
 use crate::core::shape::Shape;
 use crate::core::tangent;
@@ -48,21 +47,23 @@ impl Clone for Plan {
 /// forward replay the tangent's sweep ran on. The steps are those of the
 /// plan it was derived from, in the same order (the walk from the primal
 /// root visits the nodes as that plan's did), so each adjoint sums the
-/// same terms in the same order. Kept only where every adjoint has its own
-/// offset (no shared blocks): the tangent's sweep is over before this one
-/// clears and writes them.
+/// same terms in the same order. The tangent's sweep is over before this
+/// one clears and writes its adjoints; where large ones share blocks, this
+/// sweep lays out blocks of its own by when its adjoints are live (the
+/// arena grown to hold them, if need be).
 #[derive(Clone)]
 pub(super) struct PrimalSweep {
     root: u32,
     steps: Vec<Step>,
     needs: Vec<bool>,
     clear: Vec<(usize, usize)>,
+    shared: Option<SharedAdjoints>,
 }
 
 impl PrimalSweep {
     fn of(plan: &Plan) -> Option<PrimalSweep> {
         let &root = plan.outputs.first()?;
-        if plan.shared.is_some() || plan.region.is_some() {
+        if plan.region.is_some() {
             return None;
         }
         let nodes = &plan.graph.nodes;
@@ -74,9 +75,18 @@ impl PrimalSweep {
         for &id in &order {
             walked[id as usize] = true;
         }
-        let steps = order.iter().rev().filter(|&&i| nodes[i as usize].op.is_pure() && needs[i as usize]).map(|&i| Step::of(nodes, i, &needs)).collect();
-        let clear = arena_ranges(nodes, |i| walked[i] && needs[i]);
-        Some(PrimalSweep { root, steps, needs, clear })
+        let swept: Vec<u32> = order.iter().rev().copied().filter(|&i| nodes[i as usize].op.is_pure() && needs[i as usize]).collect();
+        let steps = swept.iter().map(|&i| Step::of(nodes, i, &needs)).collect();
+        let values = plan.graph.values.len();
+        let shared = plan.shared.as_ref().and_then(|_| share_adjoints(nodes, &swept, &needs, root, values, SHARE_ADJOINTS_FROM));
+        let in_block = |i: usize| shared.as_ref().is_some_and(|s| s.at[i] >= values);
+        let clear = arena_ranges(nodes, |i| walked[i] && needs[i] && !in_block(i));
+        Some(PrimalSweep { root, steps, needs, clear, shared })
+    }
+
+    /// Node `id`'s adjoint's offset in the arena.
+    fn at(&self, nodes: &[Node], id: u32) -> usize {
+        self.shared.as_ref().map_or(nodes[id as usize].val, |s| s.at[id as usize])
     }
 }
 
@@ -165,6 +175,11 @@ impl Plan {
         carry_chains(&mut varying);
         plan.varying = varying;
         plan.primal = PrimalSweep::of(&plan);
+        if let Some(len) = plan.primal.as_ref().and_then(|p| p.shared.as_ref()).map(|s| s.len) {
+            if plan.adj.0.len() < len {
+                plan.adj.0.resize(len, 0.0);
+            }
+        }
         Ok(plan)
     }
 
@@ -179,22 +194,15 @@ impl Plan {
             return fail!("gradient buffer does not match the plan's parameters");
         }
         let adj = &mut self.adj.0;
-        for &(a, b) in &p.clear {
-            parallel::zero(&mut adj[a..b]);
-        }
-        let g = &mut self.graph;
-        adj[g.nodes[p.root as usize].val] = 1.0;
-        for step in &p.steps {
-            match *step {
-                Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),
-                Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, &p.needs),
-            }
-        }
+        sweep(&p.steps, &p.clear, p.shared.as_ref(), p.root, &mut self.graph, adj, &p.needs);
         let mut at = 0;
         for slot in primal {
             let to = &mut out[at..at + slot.shape.size()];
             match slot.node {
-                Some(node) if p.needs[node as usize] => to.copy_from_slice(&adj[g.nodes[node as usize].range()]),
+                Some(node) if p.needs[node as usize] => {
+                    let from = p.at(&self.graph.nodes, node);
+                    to.copy_from_slice(&adj[from..from + to.len()]);
+                }
                 _ => to.fill(0.0),
             }
             at += to.len();

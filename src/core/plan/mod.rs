@@ -14,10 +14,10 @@
 //!   own (kernels/scalar.rs), so results stay bit-identical.
 
 use super::error::Result;
-use adjoints::{arena_ranges, share_adjoints, AdjointArena, SharedAdjoints};
+use adjoints::{arena_ranges, share_adjoints, sweep, AdjointArena, SharedAdjoints};
 use compact::compact;
-use super::graph::{eval, mark_needs, post_order, post_order_all, propagate, propagate_at, Graph, Node};
-use super::{kernels::scalar::{self, Formula}, linalg::parallel};
+use super::graph::{eval, mark_needs, post_order, post_order_all, Graph, Node};
+use super::kernels::scalar::{self, Formula};
 use super::op::Op;
 use super::shape::Shape;
 use crate::fail;
@@ -422,32 +422,7 @@ impl Plan {
         if self.region.is_some() {
             return self.backward_in_region();
         }
-        let adj = &mut self.adj.0;
-        for &(a, b) in &self.clear {
-            parallel::zero(&mut adj[a..b]);
-        }
-        let g = &mut self.graph;
-        adj[g.nodes[self.root as usize].val] = 1.0;
-        let Some(shared) = &self.shared else {
-            for step in &self.backward {
-                match *step {
-                    Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),
-                    Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, &self.needs),
-                }
-            }
-            return;
-        };
-        let mut clears = shared.clears.iter().peekable();
-        for (i, step) in self.backward.iter().enumerate() {
-            // A block is cleared when the adjoint taking it turns live.
-            while let Some(&(_, a, b)) = clears.next_if(|c| c.0 == i) {
-                parallel::zero(&mut adj[a..b]);
-            }
-            match *step {
-                Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),
-                Step::Node(id) => propagate_at(&g.nodes, id as usize, &g.values, adj, &shared.at, &mut g.aux, &self.needs),
-            }
-        }
+        sweep(&self.backward, &self.clear, self.shared.as_ref(), self.root, &mut self.graph, &mut self.adj.0, &self.needs);
     }
 
     /// Parameter `i`'s gradient after `backward`, written into `out`
