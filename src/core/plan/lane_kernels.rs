@@ -268,8 +268,9 @@ fn one_per_lane(x: &[Cell<Lane>]) -> Option<([usize; LANES], Lane)> {
     let (mut at, mut c) = ([usize::MAX; LANES], [0.0; LANES]);
     for (j, xj) in x.iter().enumerate() {
         let xj = xj.get();
-        // Most elements are zero in every lane: one vector comparison each.
-        if !xj.iter().fold(false, |any, &v| any | (v != 0.0)) {
+        // Most elements are zero in every lane: one vector test each, on
+        // the bits past the sign (a comparison per lane would branch per lane).
+        if xj.iter().fold(0u64, |any, &v| any | (v.to_bits() << 1)) == 0 {
             continue;
         }
         for l in 0..LANES {
@@ -301,6 +302,15 @@ fn every_finite(a: &[f64]) -> bool {
 /// so it is 0 + a[i][at[l]] · c[l] bit for bit, one product in place of k.
 #[inline(always)]
 fn columns_of(k: usize, a: &[f64], at: [usize; LANES], c: Lane, out: &[Cell<Lane>]) {
+    // Consecutive columns (a group of unit directions) are one load per row.
+    let from = at[0];
+    if (0..LANES).all(|l| at[l] == from + l) {
+        for (row, o) in a.chunks_exact(k).zip(out) {
+            let Some(cols) = row[from..].first_chunk::<LANES>() else { unreachable!("at[LANES - 1] < k") };
+            o.set(lanewise!(|l| 0.0 + cols[l] * c[l]));
+        }
+        return;
+    }
     for (row, o) in a.chunks_exact(k).zip(out) {
         o.set(lanewise!(|l| 0.0 + row[at[l]] * c[l]));
     }

@@ -72,7 +72,8 @@ pub struct Lanes {
     clear: Vec<(usize, usize)>,
     /// Per node, once a lane kernel asks, whether every entry of its value
     /// is finite (a matrix that multiplies unit directions); forgotten when
-    /// the lanes are made again, for values that may have changed.
+    /// the lanes are made again, for values that may have changed (a
+    /// constant's is kept).
     finite: Vec<OnceCell<bool>>,
 }
 
@@ -116,7 +117,8 @@ impl Plan {
             Some(l) if l.arena.len() == 2 * size && l.varying.len() == self.graph.nodes.len() && l.fixed == fixed && l.sweep == sweep => l,
             _ => self.new_lanes(fixed, sweep)?,
         };
-        lanes.finite.iter_mut().for_each(|f| _ = f.take());
+        let nodes = &self.graph.nodes;
+        lanes.finite.iter_mut().zip(nodes).filter(|(_, n)| n.op != Op::Const).for_each(|(f, _)| _ = f.take());
         // The steps that differ from point to point run in lanes; the
         // others once, here (a scalar step of either kind is cheap to run).
         let (g, varying) = (&mut self.graph, &lanes.varying);
@@ -392,7 +394,11 @@ impl Plan {
         }
         let at = lanes.layout.value[self.root as usize];
         for (o, lane) in rows.zip(&lanes.arena.cells()[at..at + size]) {
-            o[..n].copy_from_slice(&lane.get()[..n]);
+            // A whole group's copy has a size known here: moved in registers, not by a call.
+            match o.first_chunk_mut::<LANES>() {
+                Some(o) if n == LANES => *o = lane.get(),
+                _ => o[..n].copy_from_slice(&lane.get()[..n]),
+            }
         }
     }
 
