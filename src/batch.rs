@@ -39,9 +39,12 @@ const REPLICA_BYTES: usize = 1 << 30;
 /// every step does not copy its plan every step.
 const MAX_IDLE: usize = 16;
 /// Work (in nanoseconds, as the last batch measured it) that pays for one
-/// more thread: starting and joining one costs tens of microseconds on an
-/// idle machine, and up to a scheduler time slice on a busy one.
-const WORK_PER_THREAD_NS: u64 = 40_000;
+/// more thread. A kept thread still spinning from the last call takes its
+/// share within microseconds and is waited for by spinning (workers.rs);
+/// one asleep costs tens of microseconds, and up to a scheduler time slice
+/// on a busy machine. (The regression's 15×15 Hessian, 15 points of
+/// ~1.7 µs: 37 µs on one thread, 26 µs on two.)
+const WORK_PER_THREAD_NS: u64 = 12_000;
 
 /// A failed batch: the error, and the index of the first point that failed
 /// (`None` when the batch as a whole was refused).
@@ -239,6 +242,8 @@ fn timed_work(r: &mut Replica, s: &Shared) {
 /// evaluate blocks from the queue until it is empty or a lower point has
 /// failed. `cached`: lane arenas to reuse, and where to leave them.
 fn work(p: &mut Plan, cached: &mut Option<Lanes>, s: &Shared) {
+    // A thread too late for a block has nothing to feed or make lanes for.
+    let Some(first) = lock(&s.queue).next() else { return };
     let (np, count) = (p.params().len(), p.slot_count());
     let mut feed = |slots: std::ops::Range<usize>, from: &[f64]| {
         let mut at = 0;
@@ -261,22 +266,25 @@ fn work(p: &mut Plan, cached: &mut Option<Lanes>, s: &Shared) {
     // kernel cannot fail at a point: its points go through in groups of
     // LANES, what depends on the slots held alike computed once.
     let mut lanes = if s.width > 0 { p.lanes(cached.take(), s.same_slots, true) } else { None };
-    let replayed = blocks(p, &mut lanes, np, s);
+    let replayed = blocks(p, &mut lanes, np, s, first);
     *cached = lanes;
     if replayed && s.stop.load(Ordering::Relaxed) == usize::MAX {
-        if let Some(out) = lock(&s.primal).take() {
+        // Taken out of the lock first: the other threads need not wait out the sweep.
+        let out = lock(&s.primal).take();
+        if let Some(out) = out {
             s.primal_written.store(primal(p, out), Ordering::Relaxed);
         }
     }
 }
 
-/// Evaluate blocks from the queue until it is empty or a lower point has
-/// failed. Whether the plan's values are then those of the slots every
-/// point holds alike (its lanes were made, or it replayed a point).
-fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared) -> bool {
+/// Evaluate `first`, then blocks from the queue until it is empty or a
+/// lower point has failed. Whether the plan's values are then those of the
+/// slots every point holds alike (its lanes were made, or it replayed a point).
+fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared, first: Block) -> bool {
     let (mut primed, mut replayed) = (false, lanes.is_some());
+    let mut next = Some(first);
     loop {
-        let Some(block) = lock(&s.queue).next() else { return replayed };
+        let Some(block) = next.take().or_else(|| lock(&s.queue).next()) else { return replayed };
         if block.first > s.stop.load(Ordering::Relaxed) {
             return replayed; // blocks come in order: every later one is above it too
         }

@@ -3,7 +3,9 @@
 //! a batch of 256 small points felt as 80 µs per call.
 //!
 //! `run_on(extra, f)` runs `f` on the calling thread and offers it to up to
-//! `extra` others; it returns once every run that started has ended, and
+//! `extra` others; it returns once every run that started has ended
+//! (spinning for it a while first: the other thread's share is most often
+//! nearly done, and a sleeping waiter takes tens of microseconds to wake), and
 //! withdraws offers no thread took in time (their share of the work was done
 //! by the others). At most `available parallelism - 1` threads are kept;
 //! more are spawned for the call and joined. No thread exists until a batch
@@ -21,7 +23,7 @@
 use crate::core::linalg::threads::as_worker;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
@@ -34,6 +36,9 @@ const WITHDRAWN: u8 = 2;
 struct Offer {
     f: *const (dyn Fn() + Sync),
     state: AtomicU8,
+    /// Set when a taken offer's run has ended: what `run_on` spins on
+    /// before it sleeps on `ended`.
+    over: AtomicBool,
     ended: Mutex<bool>,
     ended_cv: Condvar,
 }
@@ -80,8 +85,9 @@ fn serve(p: &'static Parked) {
     loop {
         let offer = next(&p.offers, &p.offered, &p.asleep, spin);
         if offer.state.compare_exchange(OFFERED, TAKEN, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            // SAFETY: taken before withdrawn, so `run_on` waits for `ended`.
+            // SAFETY: taken before withdrawn, so `run_on` waits for `over` (or `ended`).
             let _ = catch_unwind(AssertUnwindSafe(|| unsafe { (*offer.f)() }));
+            offer.over.store(true, Ordering::Release);
             *lock(&offer.ended) = true;
             offer.ended_cv.notify_all();
         }
@@ -141,7 +147,7 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
     let erased: *const (dyn Fn() + Sync) = unsafe { std::mem::transmute(f) };
     let offers: Vec<Arc<Offer>> = (0..kept)
         .map(|_| {
-            Arc::new(Offer { f: erased, state: AtomicU8::new(OFFERED), ended: Mutex::new(false), ended_cv: Condvar::new() })
+            Arc::new(Offer { f: erased, state: AtomicU8::new(OFFERED), over: AtomicBool::new(false), ended: Mutex::new(false), ended_cv: Condvar::new() })
         })
         .collect();
     {
@@ -163,6 +169,15 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
     });
     for o in &offers {
         if o.state.compare_exchange(OFFERED, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            // Once it is over, `f` is no longer called: the offer, which
+            // that thread still holds, may outlive this call.
+            let start = Instant::now();
+            while !o.over.load(Ordering::Acquire) && start.elapsed() < SPIN {
+                (0..64).for_each(|_| std::hint::spin_loop());
+            }
+            if o.over.load(Ordering::Acquire) {
+                continue;
+            }
             let mut ended = lock(&o.ended);
             while !*ended {
                 ended = o.ended_cv.wait(ended).unwrap_or_else(|e| e.into_inner());
