@@ -268,6 +268,32 @@ mod tests {
         }
     }
 
+    /// A share that outlasts the caller's spin is waited for asleep (the
+    /// condvar), one that ends within it by the flag: neither returns early.
+    #[test]
+    fn a_share_longer_or_shorter_than_the_spin_is_waited_for() {
+        let caller = std::thread::current().id();
+        let mut taken = 0;
+        for i in 0..60 {
+            let (started, ended) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            let long = i % 2 == 0;
+            run_on(1, 2, &|| {
+                if std::thread::current().id() == caller {
+                    // Long enough for the kept thread to take the offer.
+                    std::thread::sleep(SPIN / 4);
+                } else {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(if long { SPIN * 3 } else { SPIN / 20 });
+                    ended.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            assert_eq!(started.load(Ordering::SeqCst), ended.load(Ordering::SeqCst), "returned before the share ended");
+            taken += started.load(Ordering::SeqCst);
+        }
+        // A kept thread spinning from the call before takes most offers.
+        assert!(taken > 0, "no offer was ever taken");
+    }
+
     #[test]
     fn concurrent_callers_share_the_kept_threads() {
         let total = AtomicUsize::new(0);
