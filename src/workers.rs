@@ -36,10 +36,11 @@ const WITHDRAWN: u8 = 2;
 struct Offer {
     f: *const (dyn Fn() + Sync),
     state: AtomicU8,
-    /// Set when a taken offer's run has ended: what `run_on` spins on
-    /// before it sleeps on `ended`.
+    /// Set when a taken offer's run has ended: what `run_on` spins on,
+    /// then sleeps on `ended` for (set before `ended` is locked, so a
+    /// waiter that found it unset under the lock is woken).
     over: AtomicBool,
-    ended: Mutex<bool>,
+    ended: Mutex<()>,
     ended_cv: Condvar,
 }
 
@@ -85,10 +86,10 @@ fn serve(p: &'static Parked) {
     loop {
         let offer = next(&p.offers, &p.offered, &p.asleep, spin);
         if offer.state.compare_exchange(OFFERED, TAKEN, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            // SAFETY: taken before withdrawn, so `run_on` waits for `over` (or `ended`).
+            // SAFETY: taken before withdrawn, so `run_on` waits for `over`.
             let _ = catch_unwind(AssertUnwindSafe(|| unsafe { (*offer.f)() }));
             offer.over.store(true, Ordering::Release);
-            *lock(&offer.ended) = true;
+            drop(lock(&offer.ended));
             offer.ended_cv.notify_all();
         }
     }
@@ -147,7 +148,7 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
     let erased: *const (dyn Fn() + Sync) = unsafe { std::mem::transmute(f) };
     let offers: Vec<Arc<Offer>> = (0..kept)
         .map(|_| {
-            Arc::new(Offer { f: erased, state: AtomicU8::new(OFFERED), over: AtomicBool::new(false), ended: Mutex::new(false), ended_cv: Condvar::new() })
+            Arc::new(Offer { f: erased, state: AtomicU8::new(OFFERED), over: AtomicBool::new(false), ended: Mutex::new(()), ended_cv: Condvar::new() })
         })
         .collect();
     {
@@ -178,9 +179,9 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
             if o.over.load(Ordering::Acquire) {
                 continue;
             }
-            let mut ended = lock(&o.ended);
-            while !*ended {
-                ended = o.ended_cv.wait(ended).unwrap_or_else(|e| e.into_inner());
+            let mut asleep = lock(&o.ended);
+            while !o.over.load(Ordering::Acquire) {
+                asleep = o.ended_cv.wait(asleep).unwrap_or_else(|e| e.into_inner());
             }
         }
     }
