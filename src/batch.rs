@@ -120,6 +120,15 @@ impl Pool {
     pub fn plan(&self) -> &Plan {
         &self.template
     }
+
+    /// Bytes the pool may hold: its template, and a replica for each of the
+    /// machine's threads or each idle one, whichever is more (threads take
+    /// replicas as they run, so before the first call there are none).
+    pub fn bytes(&self) -> usize {
+        let replica = self.template.bytes() + if self.group == LANES { Lanes::bytes(&self.template) } else { 0 };
+        let idle = lock(&self.idle).len();
+        self.template.bytes() + replica * idle.max(available().min(MAX_IDLE))
+    }
 }
 
 /// A copy of the plan for one thread at a time, and the arenas it last

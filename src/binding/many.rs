@@ -5,8 +5,20 @@ use super::{with_plan, PlanCell};
 use crate::batch::{self, Failure, Pool, Replicas};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+
+/// A plan's replicas as JavaScript holds them: freed when the budget
+/// releases the plan (`pool_release`), not when the collector finalizes the
+/// external, which a loop that never yields would put off while each pool
+/// it dropped held copies of its plan. A call in flight holds its own `Arc`.
+pub struct PoolCell(RefCell<Option<Arc<Pool>>>);
+
+/// The pool, if it was not released.
+fn pool_of(p: &PoolCell) -> Result<Arc<Pool>> {
+    p.0.borrow().clone().ok_or_else(|| Error::new(Status::GenericFailure, "this plan was released"))
+}
 
 fn batch_err(f: Failure, label: &str) -> Error {
     Error::new(Status::GenericFailure, f.message(label))
@@ -16,8 +28,20 @@ fn batch_err(f: Failure, label: &str) -> Error {
 /// the plan, made here, shared by every call (and kept alive by any call in
 /// flight, whatever happens to the JavaScript object).
 #[napi(catch_unwind)]
-pub fn plan_pool(p: &External<PlanCell>) -> Result<External<Arc<Pool>>> {
-    with_plan(p, |p| Ok(External::new(Arc::new(Pool::new(p)))))
+pub fn plan_pool(p: &External<PlanCell>) -> Result<External<PoolCell>> {
+    with_plan(p, |p| Ok(External::new(PoolCell(RefCell::new(Some(Arc::new(Pool::new(p))))))))
+}
+
+/// Bytes the pool may hold (`Pool::bytes`; 0 once released).
+#[napi(catch_unwind)]
+pub fn pool_bytes(p: &External<PoolCell>) -> f64 {
+    p.0.borrow().as_ref().map_or(0.0, |pool| pool.bytes() as f64)
+}
+
+/// Free the pool's replicas now, or when the calls in flight on them end.
+#[napi(catch_unwind)]
+pub fn pool_release(p: &External<PoolCell>) {
+    p.0.replace(None);
 }
 
 /// A batch on the calling thread and up to `threads - 1` more (0: the
@@ -26,7 +50,7 @@ pub fn plan_pool(p: &External<PlanCell>) -> Result<External<Arc<Pool>>> {
 #[napi(catch_unwind)]
 #[allow(clippy::too_many_arguments)]
 pub fn plan_batch(
-    pool: &External<Arc<Pool>>,
+    pool: &External<PoolCell>,
     params: &[f64],
     inputs: &[f64],
     k: u32,
@@ -37,7 +61,8 @@ pub fn plan_batch(
 ) -> Result<()> {
     // SAFETY: two fresh buffers of the caller's, distinct from each other and from every input.
     let (values, grads) = unsafe { (values.as_mut(), grads.as_mut()) };
-    batch::run(Replicas::Pool(pool), params, inputs, k as usize, threads as usize, values, grads, 0).map_err(|f| batch_err(f, &label))
+    let pool = pool_of(pool)?;
+    batch::run(Replicas::Pool(&pool), params, inputs, k as usize, threads as usize, values, grads, 0).map_err(|f| batch_err(f, &label))
 }
 
 /// A derived plan's gradients along every unit direction past `x` (a
@@ -46,7 +71,7 @@ pub fn plan_batch(
 /// gradient at x too: whether they were written. Errors say `label: point i: …`.
 #[napi(catch_unwind)]
 pub fn plan_units(
-    pool: &External<Arc<Pool>>,
+    pool: &External<PoolCell>,
     x: &[f64],
     inputs: &[f64],
     label: String,
@@ -57,16 +82,18 @@ pub fn plan_units(
     let rows = unsafe { rows.as_mut() };
     let mut primal = primal;
     let primal = primal.as_mut().map(|p| unsafe { p.as_mut() });
-    batch::units(Replicas::Pool(pool), x, inputs, rows, primal).map_err(|f| batch_err(f, &label))
+    let pool = pool_of(pool)?;
+    batch::units(Replicas::Pool(&pool), x, inputs, rows, primal).map_err(|f| batch_err(f, &label))
 }
 
 /// A tangent plan's forward Jacobian (`batch::columns`): parameters then
 /// inputs flat in `flat`, the Jacobian into the caller's fresh `out`;
 /// whether every entry is finite (else JavaScript takes reverse rows).
 #[napi(catch_unwind)]
-pub fn plan_columns(pool: &External<Arc<Pool>>, flat: &[f64], mut out: Float64ArraySlice) -> Result<bool> {
+pub fn plan_columns(pool: &External<PoolCell>, flat: &[f64], mut out: Float64ArraySlice) -> Result<bool> {
     // SAFETY: a fresh buffer of the caller's, distinct from `flat`.
-    batch::columns(pool, flat, unsafe { out.as_mut() }).map_err(super::js_err)
+    let pool = pool_of(pool)?;
+    batch::columns(&pool, flat, unsafe { out.as_mut() }).map_err(super::js_err)
 }
 
 /// `plan_batch` as a job (workers.rs says where it runs, and why): a
@@ -78,7 +105,7 @@ pub fn plan_columns(pool: &External<Arc<Pool>>, flat: &[f64], mut out: Float64Ar
 #[napi(catch_unwind)]
 pub fn plan_batch_async<'e>(
     env: &'e Env,
-    pool: &External<Arc<Pool>>,
+    pool: &External<PoolCell>,
     params: &[f64],
     inputs: &[f64],
     k: u32,
@@ -86,9 +113,10 @@ pub fn plan_batch_async<'e>(
     label: String,
 ) -> Result<Object<'e>> {
     let (k, threads) = (k as usize, threads as usize);
+    let pool = pool_of(pool)?;
     // Refused here, before anything is copied.
     batch::check(pool.plan(), params.len(), inputs.len(), k).map_err(|f| batch_err(f, &label))?;
-    let (pool, params, inputs) = (Arc::clone(pool), params.to_vec(), inputs.to_vec());
+    let (params, inputs) = (params.to_vec(), inputs.to_vec());
     let (deferred, promise) = env.create_deferred::<Float64Array, _>()?;
     crate::workers::spawn(Box::new(move || {
         // No unwinding may leave a job: a panic becomes a rejection.

@@ -132,6 +132,25 @@ export function touch(h) {
   h.used = ++tick;
 }
 
+/**
+ * `h`'s replicas for many points per call (src/batch.rs), made from
+ * `plan`, its native plan, at the first call. They count against the
+ * budget with the plan (a copy of it, and one more per thread) and are
+ * freed with it: a pool dropped but not yet finalized holds them all.
+ */
+export function replicas(h, plan) {
+  if (h.pool === undefined) {
+    h.pool = N.planPool(plan);
+    const bytes = N.poolBytes(h.pool);
+    h.bytes += bytes;
+    held += bytes;
+    if (held > BUDGET) releaseSome(h);
+  } else {
+    touch(h);
+  }
+  return h.pool;
+}
+
 function enqueue(h) {
   h.bytes = N.planBytes(h.plan) + PER_PLAN;
   held += h.bytes;
@@ -194,6 +213,7 @@ function release(h) {
     return false;
   }
   if (recycles && spares.length < MOST_SPARES) spares.push(h.plan);
+  if (h.pool !== undefined) N.poolRelease(h.pool);
   h.plan = null;
   h.pool = undefined;
   held -= h.bytes;

@@ -4,7 +4,7 @@
 // the eager four of higher.js.
 
 import { N } from './binding.js';
-import { build, hold, revive, touch } from './budget.js';
+import { build, hold, replicas, revive } from './budget.js';
 import { scalarRootError } from './drivers.js';
 import { inForms, plainArray, readOnce, setOwn, sizeOf, symmetric, toNested } from './forms.js';
 import { checkHessianSize, checkJacobianSize, prefixed, readTangent } from './higher.js';
@@ -47,10 +47,7 @@ class DerivedPlan {
 
   /** The plan's replicas for batches (src/batch.rs), made at the first and freed with the plan. */
   pool() {
-    const h = this.held;
-    if (h.pool === undefined) h.pool = N.planPool(this.native());
-    else touch(h);
-    return h.pool;
+    return replicas(this.held, this.native());
   }
 
   /**

@@ -5,7 +5,7 @@
 import { N } from './binding.js';
 import { MAX_VALUES, pointError } from './batching.js';
 import { mapPoint, packMap } from './mapcall.js';
-import { hold, revive, touch } from './budget.js';
+import { hold, replicas, revive } from './budget.js';
 import { scalarRootError } from './drivers.js';
 import {
   copyInto,
@@ -265,10 +265,7 @@ export class Replay {
 
   /** The plan's replicas for batch and async calls (src/batch.rs), made at the first. */
   pool() {
-    const h = this.held;
-    if (h.pool === undefined) h.pool = N.planPool(this.native());
-    else touch(h);
-    return h.pool;
+    return replicas(this.held, this.native());
   }
 
   /**

@@ -403,6 +403,8 @@ export function loadWasm(bytes = wasmBytes()) {
     },
     // Many points per call, on this one thread: the plan is its own pool.
     planPool: (h) => h,
+    poolBytes: () => 0,
+    poolRelease() {},
     planBatch(h, params, inputs, k, threads, label, values, grads) {
       batchInto(h, params, inputs, k, label);
       heap();

@@ -102,6 +102,13 @@ fn lane_partials(f: Formula, k: f64, i: usize, [x, y, v, g]: [Lane; 4], to: &Cel
     with_constant_formula!(f, |c| each(c, k, i, [x, y, v, g], to))
 }
 
+impl Lanes {
+    /// Bytes the arenas of `plan`'s lanes take.
+    pub fn bytes(plan: &Plan) -> usize {
+        8 * LANES * (2 * plan.graph.values.len() + 1)
+    }
+}
+
 impl Plan {
     /// Arenas to replay this plan `LANES` points at a time (`reuse`'s, if
     /// they were made for it), with what does not depend on a parameter
