@@ -161,6 +161,23 @@ test('plans released by the memory budget rebuild bit-identically', async () => 
   assert.equal(JSON.stringify(f0.toJSON()), plan);
 });
 
+// A batch in flight holds its own replicas: the budget freeing the plan and
+// its pool meanwhile (src/js/budget.js, release) changes nothing it returns.
+test('a plan the budget releases while its batchAsync runs: the call settles with the same results', async () => {
+  const { stats } = await import('../src/js/budget.js');
+  const X = Array.from({ length: 200 }, (_, i) => Array.from({ length: 50 }, (_, j) => Math.sin(i * 50 + j)));
+  const f = G.compile((q) => G.sum(G.tanh(G.matmul(X, q))));
+  // Long enough (~200 ms here) to be running while the loop below releases f's plan.
+  const points = Array.from({ length: 16000 }, (_, k) => Array.from({ length: 50 }, (_, j) => Math.cos(k + j)));
+  const expected = f.batch(points);
+  const pending = f.batchAsync(points);
+  const released = stats.released;
+  for (let i = 0; i < 1000; i++) G.compile((q) => G.sum(G.matmul(X, q)))(points[0]);
+  assert.ok(stats.released > released, 'the budget released no plan');
+  assert.deepEqual(await pending, expected);
+  assert.deepEqual(await f.batchAsync(points), expected);
+});
+
 test('a sparse nodes array of length 2^27 is an Error at once, not a stringify of 2^27 nulls', () => {
   const nodes = [{ kind: 'param', shape: [] }];
   nodes.length = 2 ** 27;
