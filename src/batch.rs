@@ -121,13 +121,11 @@ impl Pool {
         &self.template
     }
 
-    /// Bytes the pool may hold: its template, and a replica for each of the
-    /// machine's threads or each idle one, whichever is more (threads take
-    /// replicas as they run, so before the first call there are none).
+    /// Bytes the pool holds between calls: its template and the idle
+    /// replicas (each thread that ran a call left one), with their lanes.
     pub fn bytes(&self) -> usize {
-        let replica = self.template.bytes() + if self.group == LANES { Lanes::bytes(&self.template) } else { 0 };
-        let idle = lock(&self.idle).len();
-        self.template.bytes() + replica * idle.max(available().min(MAX_IDLE))
+        let idle = lock(&self.idle).iter().map(|(_, r)| r.plan.bytes() + r.lanes.as_ref().map_or(0, Lanes::bytes)).sum::<usize>();
+        self.template.bytes() + idle
     }
 }
 

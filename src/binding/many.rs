@@ -32,7 +32,7 @@ pub fn plan_pool(p: &External<PlanCell>) -> Result<External<PoolCell>> {
     with_plan(p, |p| Ok(External::new(PoolCell(RefCell::new(Some(Arc::new(Pool::new(p))))))))
 }
 
-/// Bytes the pool may hold (`Pool::bytes`; 0 once released).
+/// Bytes the pool holds between calls (`Pool::bytes`; 0 once released).
 #[napi(catch_unwind)]
 pub fn pool_bytes(p: &External<PoolCell>) -> f64 {
     p.0.borrow().as_ref().map_or(0.0, |pool| pool.bytes() as f64)

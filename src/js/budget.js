@@ -79,8 +79,9 @@ class Held {
     /** Ticks of its last call and of its last queueing. */
     this.used = 0;
     this.queued = 0;
-    /** The plan's replicas for batch and async calls (src/batch.rs), dropped with it. */
+    /** The plan's replicas for batch and async calls (src/batch.rs), dropped with it, and their bytes. */
     this.pool = undefined;
+    this.poolBytes = 0;
   }
 }
 
@@ -133,22 +134,38 @@ export function touch(h) {
 }
 
 /**
- * `h`'s replicas for many points per call (src/batch.rs), made from
- * `plan`, its native plan, at the first call. They count against the
- * budget with the plan (a copy of it, and one more per thread) and are
- * freed with it: a pool dropped but not yet finalized holds them all.
+ * `call(pool)` on `h`'s replicas for many points per call (src/batch.rs),
+ * made from `plan`, its native plan, at the first call. They count
+ * against the budget with the plan and are freed with it (a pool dropped
+ * but not yet finalized would hold them all): a copy of the plan, and one
+ * more for each thread a call ran on, counted when the call returns (or,
+ * for a Promise, settles).
  */
-export function replicas(h, plan) {
+export function onReplicas(h, plan, call) {
   if (h.pool === undefined) {
     h.pool = N.planPool(plan);
-    const bytes = N.poolBytes(h.pool);
-    h.bytes += bytes;
-    held += bytes;
-    if (held > BUDGET) releaseSome(h);
+    recount(h);
   } else {
     touch(h);
   }
-  return h.pool;
+  let out;
+  try {
+    out = call(h.pool);
+  } finally {
+    if (!(out instanceof Promise)) recount(h);
+  }
+  return out instanceof Promise ? out.finally(() => recount(h)) : out;
+}
+
+/** Count `h`'s replicas again; past the budget, release others. */
+function recount(h) {
+  if (h.pool === undefined) return;
+  const bytes = N.poolBytes(h.pool);
+  if (bytes === h.poolBytes) return;
+  held += bytes - h.poolBytes;
+  h.bytes += bytes - h.poolBytes;
+  h.poolBytes = bytes;
+  if (held > BUDGET) releaseSome(h);
 }
 
 function enqueue(h) {
@@ -216,6 +233,7 @@ function release(h) {
   if (h.pool !== undefined) N.poolRelease(h.pool);
   h.plan = null;
   h.pool = undefined;
+  h.poolBytes = 0;
   held -= h.bytes;
   return true;
 }

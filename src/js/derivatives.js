@@ -4,7 +4,7 @@
 // the eager four of higher.js.
 
 import { N } from './binding.js';
-import { build, hold, replicas, revive } from './budget.js';
+import { build, hold, onReplicas, revive } from './budget.js';
 import { scalarRootError } from './drivers.js';
 import { inForms, plainArray, readOnce, setOwn, sizeOf, symmetric, toNested } from './forms.js';
 import { checkHessianSize, checkJacobianSize, prefixed, readTangent } from './higher.js';
@@ -45,9 +45,9 @@ class DerivedPlan {
     return this.held.plan;
   }
 
-  /** The plan's replicas for batches (src/batch.rs), made at the first and freed with the plan. */
-  pool() {
-    return replicas(this.held, this.native());
+  /** `call(pool)` on the plan's replicas for batches (src/batch.rs), made at the first and freed with the plan. */
+  replicas(call) {
+    return onReplicas(this.held, this.native(), call);
   }
 
   /**
@@ -60,7 +60,7 @@ class DerivedPlan {
    * from its primal root gives them (Plan::primal_gradient); whether it did.
    */
   units(x, ins, label, rows, primal) {
-    return N.planUnits(this.pool(), x, ins, label, rows, primal);
+    return this.replicas((pool) => N.planUnits(pool, x, ins, label, rows, primal));
   }
 }
 
@@ -243,7 +243,10 @@ export function attachDerivatives(c, resolve, eager) {
       // Forward mode where it takes no more passes (one per parameter value against one per
       // output), since each runs forward only; reverse rows where an entry is not finite
       // (`api::plan_jacobian` says why), as the eager jacobian does.
-      const forward = q <= m && N.planColumns(tangentOf(base).pool(), tangentOf(base).point(x, inputs), out);
+      // (The point is read first: a getter of its values may make plans, and the budget release this one's replicas.)
+      const tp = q <= m ? tangentOf(base) : null;
+      const at = tp === null ? null : tp.point(x, inputs);
+      const forward = tp !== null && tp.replicas((pool) => N.planColumns(pool, at, out));
       if (!forward) {
         const point = new Float64Array(q);
         base.packPoint(x, point, 0);

@@ -5,7 +5,7 @@
 import { N } from './binding.js';
 import { MAX_VALUES, pointError } from './batching.js';
 import { mapPoint, packMap } from './mapcall.js';
-import { hold, replicas, revive } from './budget.js';
+import { hold, onReplicas, revive } from './budget.js';
 import { scalarRootError } from './drivers.js';
 import {
   copyInto,
@@ -263,9 +263,9 @@ export class Replay {
 
   // ------------------------------------------------ many points per call (docs/API.md "Many points per call")
 
-  /** The plan's replicas for batch and async calls (src/batch.rs), made at the first. */
-  pool() {
-    return replicas(this.held, this.native());
+  /** `call(pool)` on the plan's replicas for batch and async calls (src/batch.rs), made at the first. */
+  replicas(call) {
+    return onReplicas(this.held, this.native(), call);
   }
 
   /**
@@ -421,7 +421,7 @@ export class Replay {
       const { params, inputs: ins, mapped } = this.packBatch(points, b, inputs, label, where, misfit, scratch);
       const values = scratch ? scratch.values : new Float64Array(k);
       const grads = scratch ? scratch.grads : new Float64Array(params.length);
-      N.planBatch(this.pool(), params, ins, k, b.threads, label, values, grads);
+      this.replicas((pool) => N.planBatch(pool, params, ins, k, b.threads, label, values, grads));
       if (b.packed) return { values, gradients: { data: grads, shape: [k, b.n] } };
       const out = new Array(k);
       for (let i = 0; i < k; i++) out[i] = mapped[i] ? mapPoint(this, values, grads, i) : this.unpackPoint(points[i], values, grads, i);
@@ -446,7 +446,7 @@ export class Replay {
     const { params, inputs: ins, mapped } = this.packBatch(points, b, inputs, label, where, misfit);
     const k = b.k;
     const forms = b.packed ? null : Array.from({ length: k }, (_, i) => (mapped[i] ? null : snapshot(points[i], this.map)));
-    return N.planBatchAsync(this.pool(), params, ins, k, b.threads, label).then((out) => {
+    return this.replicas((pool) => N.planBatchAsync(pool, params, ins, k, b.threads, label)).then((out) => {
       if (b.packed) return { values: out.slice(0, k), gradients: { data: out.slice(k), shape: [k, b.n] } };
       const values = out.subarray(0, k);
       const grads = out.subarray(k);

@@ -53,6 +53,10 @@ pub struct Layout {
 pub struct Arena(Vec<f64>);
 
 impl Arena {
+    pub fn bytes(&self) -> usize {
+        8 * self.0.capacity()
+    }
+
     /// `lanes` lanes, zeroed (pages no lane is written to stay untouched).
     pub fn new(lanes: usize) -> Arena {
         Arena(vec![0.0; (lanes + 1) * LANES])

@@ -103,9 +103,9 @@ fn lane_partials(f: Formula, k: f64, i: usize, [x, y, v, g]: [Lane; 4], to: &Cel
 }
 
 impl Lanes {
-    /// Bytes the arenas of `plan`'s lanes take.
-    pub fn bytes(plan: &Plan) -> usize {
-        8 * LANES * (2 * plan.graph.values.len() + 1)
+    /// Bytes the lane arenas take.
+    pub fn bytes(&self) -> usize {
+        self.arena.bytes()
     }
 }
 
