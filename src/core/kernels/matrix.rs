@@ -41,6 +41,9 @@ pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bo
         small_gemm(m, k, n, a, ta, b, tb, c);
         return;
     }
+    if crate::core::linalg::gemm_here(m, k, n, a, ta, b, tb, c) {
+        return;
+    }
     let (ar, ac) = if ta { (k, m) } else { (m, k) };
     let (br, bc) = if tb { (n, k) } else { (k, n) };
     let av = view(a, ar, ac, ta);

@@ -256,6 +256,24 @@ const GEMM_FROM: usize = PARALLEL_FROM * PARALLEL_FROM * PARALLEL_FROM;
 #[cfg(not(target_arch = "wasm32"))]
 const GEMM_SIDE_FROM: usize = 16;
 
+/// C += op(A) op(B) as `gemm` lays it out, by faer on the calling thread:
+/// for products short of `gemm`'s sizes and past `small_gemm`'s, where
+/// faer's kernels beat nalgebra's, which allocate and pack (the mlp's
+/// 64×8×32 products); false under WebAssembly, which keeps nalgebra's.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_here(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, c: &mut [f64]) -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        faer(|| super::faer::gemm(m, k, n, a, ta, b, tb, c, SEQ));
+        true
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        let _ = (m, k, n, a, ta, b, tb, c);
+        false
+    }
+}
+
 /// C += op(A) op(B), C m×n row-major (`kernels::matrix::gemm`'s layout: A
 /// stored m×k, or k×m when `ta`; B k×n, or n×k when `tb`), by faer when
 /// the product is large; false to leave it to the caller's kernel.

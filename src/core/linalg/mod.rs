@@ -59,6 +59,13 @@ pub fn large_gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], 
     library::gemm(m, k, n, a, ta, b, tb, c)
 }
 
+/// C += op(A) op(B) on this thread by a library's product; false to leave
+/// the product to nalgebra's (`kernels::matrix::gemm`).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_here(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, c: &mut [f64]) -> bool {
+    library::gemm_here(m, k, n, a, ta, b, tb, c)
+}
+
 /// ACCUMULATE into `abar` the adjoint of A from L and L̄ (`work`: n² scratch).
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) {
     if !library::cholesky_adjoint(l, lbar, n, work, abar) {
