@@ -41,6 +41,7 @@ pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bo
         small_gemm(m, k, n, a, ta, b, tb, c);
         return;
     }
+    // The rest: faer's on this thread natively, nalgebra's under WebAssembly.
     if crate::core::linalg::gemm_here(m, k, n, a, ta, b, tb, c) {
         return;
     }
