@@ -182,8 +182,10 @@ pub fn partial(f: Formula, k: f64, i: usize, x: f64, y: f64, out: f64, g: f64) -
         (Formula::Sub, _) => -g,
         (Formula::Mul, 0) => g * y,
         (Formula::Mul, _) => g * x,
-        (Formula::Div, 0) => g / y,
-        (Formula::Div, _) => -g * x / (y * y),
+        // By reciprocals: a divisor broadcast over a vector (a scale σ)
+        // costs one division for all its elements, not one each.
+        (Formula::Div, 0) => g * (1.0 / y),
+        (Formula::Div, _) => -g * x * (1.0 / (y * y)),
         // Ties go left; a NaN fails the comparison and goes right.
         (Formula::Maximum, 0) => if x >= y { g } else { 0.0 },
         (Formula::Maximum, _) => if x >= y { 0.0 } else { g },

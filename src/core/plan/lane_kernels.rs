@@ -392,6 +392,12 @@ pub fn adjoint(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &
 #[inline(always)]
 fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Cell<Lane>]; 4], to: &[Cell<Lane>], write: bool) {
     let n = g.len();
+    // A broadcast operand copied where the loop's writes to `to` cannot
+    // reach it, so that what the formula computes from it alone (a
+    // divisor's reciprocal) is computed once, before the loop.
+    let held = |x: &[Cell<Lane>]| [Cell::new(x.first().map_or([0.0; LANES], Cell::get))];
+    let (xs, ys) = (held(x), held(y));
+    let (x, y) = (if X { x } else { &xs[..] }, if Y { y } else { &ys[..] });
     if (I == 0 && !X) || (I == 1 && !Y) {
         // `sum_by`, written out: a closure passed to it, or one calling
         // `term`, is not inlined, and then the formula is no longer a constant.
