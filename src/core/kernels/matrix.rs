@@ -180,9 +180,16 @@ widest! {
 /// `d` is loaded and stored once per four rows rather than once per row;
 /// compiled per vector width (the same bits at each).
 pub fn matvec_t_acc(k: usize, a: &[f64], g: &[f64], d: &mut [f64]) {
-    if k == 0 {
-        return;
+    macro_rules! narrow {
+        ($($k:literal)*) => {
+            match k {
+                0 => return,
+                $($k => return narrow::<$k>(a, g, d),)*
+                _ => {}
+            }
+        };
     }
+    narrow!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
     let mut blocks = a.chunks_exact(4 * k);
     let mut gs = g.chunks_exact(4);
     for (block, g4) in (&mut blocks).zip(&mut gs) {
@@ -197,6 +204,30 @@ pub fn matvec_t_acc(k: usize, a: &[f64], g: &[f64], d: &mut [f64]) {
         axpy(gi, row, d);
     }
 }
+}
+
+/// `matvec_t_acc` for `K` columns, their sums held in registers across
+/// all rows rather than loaded and stored once per block of four (the same
+/// sums in the same order). A regression's 340×13 design matrix took
+/// 1.2 µs the other way.
+#[inline(always)]
+fn narrow<const K: usize>(a: &[f64], g: &[f64], d: &mut [f64]) {
+    let Some(d) = d.first_chunk_mut::<K>() else { return };
+    let mut acc = *d;
+    let mut blocks = a.chunks_exact(4 * K);
+    let mut gs = g.chunks_exact(4);
+    for (block, g4) in (&mut blocks).zip(&mut gs) {
+        let r: [&[f64]; 4] = std::array::from_fn(|i| &block[i * K..][..K]);
+        for (l, acc) in acc.iter_mut().enumerate() {
+            *acc += ((g4[0] * r[0][l] + g4[1] * r[1][l]) + g4[2] * r[2][l]) + g4[3] * r[3][l];
+        }
+    }
+    for (row, &gi) in blocks.remainder().chunks_exact(K).zip(gs.remainder()) {
+        for (acc, &x) in acc.iter_mut().zip(row) {
+            *acc += gi * x;
+        }
+    }
+    *d = acc;
 }
 
 pub fn transpose(m: usize, n: usize, a: &[f64], out: &mut [f64]) {
