@@ -300,7 +300,7 @@ fn blocks(p: &mut Plan, lanes: &mut Option<Lanes>, np: usize, s: &Shared, first:
             let params = &s.params[block.first * w..(block.first + block.values.len()) * w];
             let groups = block.values.chunks_mut(LANES).zip(block.grads.chunks_mut(LANES * w));
             for ((values, grads), points) in groups.zip(params.chunks(LANES * w)) {
-                p.replay_lanes(lanes, points, w, values, grads, s.same_slots == 0);
+                p.replay_lanes(lanes, points, w, values, grads);
             }
             s.done.fetch_add(block.values.len(), Ordering::Relaxed);
             continue;

@@ -45,13 +45,11 @@ pub struct Lanes {
     layout: Layout,
     varying: Vec<bool>,
     /// Which nodes' adjoints the backward sweep computes in lanes: those
-    /// that lead to a parameter from one that depends on a parameter, fixed
-    /// or not (a fixed slot's adjoint differs from point to point when the
-    /// others do); none in lanes made for `replay_lanes_forward`.
+    /// that lead to a parameter from one that depends on a parameter; with
+    /// fixed slots, those that lead to a fixed slot, whose adjoints alone
+    /// the sweep gives (a fixed slot's adjoint differs from point to point
+    /// when the others do). None in lanes made for `replay_lanes_forward`.
     swept: Vec<bool>,
-    /// Which of those lead to a fixed slot: all a sweep to the fixed
-    /// slots' adjoints alone computes (no other node's term reaches them).
-    to_fixed: Vec<bool>,
     /// Which swept adjoints are the same in every lane: swept once, when
     /// the lanes are made, and never in lanes (lane_uniform.rs).
     uniform: Uniform,
@@ -154,11 +152,11 @@ impl Plan {
         self.lane_varying(0, true).is_some()
     }
 
-    /// `Lanes::varying`, `Lanes::swept` and `Lanes::to_fixed`, if the plan
-    /// is small and each of those nodes has a lane kernel. Varying: what
-    /// depends on a parameter past the first `fixed` slots (outputs
-    /// included, which the forward steps compute too).
-    pub(super) fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>, Vec<bool>)> {
+    /// `Lanes::varying` and `Lanes::swept`, if the plan is small and each
+    /// of those nodes has a lane kernel. Varying: what depends on a
+    /// parameter past the first `fixed` slots (outputs included, which the
+    /// forward steps compute too).
+    pub(super) fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>)> {
         let nodes = &self.graph.nodes;
         if self.graph.values.len() > MAX_LANE_VALUES || !self.plain_layout {
             return None;
@@ -177,28 +175,31 @@ impl Plan {
         };
         let (np, fixed) = (self.params.len(), fixed.min(self.params.len()));
         let varying = depends(fixed..np);
-        // What depends on any slot depends on a fixed one or on another.
-        let (swept, to_fixed) = match sweep {
-            true => {
+        // With fixed slots, no other slot's adjoint is read: theirs are a
+        // Hessian's or a reverse Jacobian's rows, the others' ∇f at every
+        // point. Nothing that leads only to those is swept, here or once
+        // for all lanes (`Uniform`: a regression's Xᵀ product for ∇f).
+        let swept = match (sweep, fixed) {
+            (false, _) => vec![false; nodes.len()],
+            (true, 0) => (0..nodes.len()).map(|i| varying[i] && self.needs[i]).collect(),
+            (true, _) => {
                 let on_fixed = depends(0..fixed);
-                let swept = (0..nodes.len()).map(|i| (varying[i] || on_fixed[i]) && self.needs[i]).collect();
-                (swept, (0..nodes.len()).map(|i| on_fixed[i] && self.needs[i]).collect())
+                (0..nodes.len()).map(|i| on_fixed[i] && self.needs[i]).collect()
             }
-            false => (vec![false; nodes.len()], vec![false; nodes.len()]),
         };
         let fits = (0..nodes.len()).all(|id| !(varying[id] || swept[id]) || node_fits(nodes, id, &varying));
-        fits.then_some((varying, swept, to_fixed))
+        fits.then_some((varying, swept))
     }
 
     fn new_lanes(&self, fixed: usize, sweep: bool) -> Option<Lanes> {
-        let (varying, swept, to_fixed) = self.lane_varying(fixed, sweep)?;
+        let (varying, swept) = self.lane_varying(fixed, sweep)?;
         let uniform = self.uniform_adjoints(fixed, &varying, &swept);
         let (first, clear) = self.first_terms(&swept, &uniform);
         let (layout, shown) = self.layout(&varying, &swept, &uniform, &first);
         let size = self.graph.values.len();
         let clear = clear.into_iter().map(|(a, b)| (size + a, size + b)).collect();
         let finite = vec![OnceCell::new(); self.graph.nodes.len()];
-        Some(Lanes { arena: Arena::new(2 * size), layout, varying, swept, to_fixed, uniform, sweep, fixed, shown, first, clear, finite })
+        Some(Lanes { arena: Arena::new(2 * size), layout, varying, swept, uniform, sweep, fixed, shown, first, clear, finite })
     }
 
     /// `Lanes::layout`. A vector computed elementwise from an operand of
@@ -335,13 +336,11 @@ impl Plan {
     /// `backward` do, in the same order, so each point's results are
     /// bit-identical to a single replay. With fixed slots (a Hessian's or a
     /// reverse Jacobian's x, `batch::units`), what depends on them alone
-    /// was computed once, when the lanes were made; their adjoints and all
-    /// that leads to them are still swept in lanes. Unless `whole`, the
-    /// sweep goes to the fixed slots alone, and the other slots' gradients
-    /// are left as they were (a Hessian's rows need x's adjoints, not the
-    /// directions', which are ∇f at every point).
-    pub fn replay_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64], whole: bool) {
-        replay(self, lanes, params, width, values, grads, whole)
+    /// was computed once, when the lanes were made; the sweep goes to their
+    /// adjoints alone (`Lanes::swept`), and the other slots' gradients are
+    /// left as they were.
+    pub fn replay_lanes(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
+        replay(self, lanes, params, width, values, grads)
     }
 
     /// Replay `n` points (1 ≤ n ≤ LANES) forward only, in lanes made with
@@ -410,14 +409,13 @@ impl Plan {
     }
 
     #[inline(always)]
-    fn replay_lanes_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64], whole: bool) {
+    fn replay_lanes_with(&self, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
         let n = values.len();
         debug_assert!((1..=LANES).contains(&n) && params.len() == n * width && grads.len() == n * width && lanes.sweep);
         // Each point holds the fixed slots too (the same values in each).
         let skip = (0..lanes.fixed).map(|i| self.slot_size(i)).sum();
         self.forward_lanes(lanes, params, width, n, skip);
-        let Lanes { arena, layout, swept, to_fixed, uniform: alike, first, clear, fixed, .. } = lanes;
-        let swept: &[bool] = if whole { swept } else { to_fixed };
+        let Lanes { arena, layout, swept, uniform: alike, first, clear, fixed, .. } = lanes;
         // Values and adjoints are one arena, which `layout` indexes;
         // scalar steps name an adjoint by the place of its value.
         let v = arena.cells();
@@ -447,7 +445,7 @@ impl Plan {
         }
         values.copy_from_slice(&v[layout.value[root]].get()[..n]);
         let mut at = 0;
-        let slots = if whole { self.params.len() } else { *fixed };
+        let slots = if *fixed == 0 { self.params.len() } else { *fixed };
         for slot in &self.params[..slots] {
             let size = slot.shape.size();
             match slot.node {
@@ -471,8 +469,8 @@ impl Plan {
 }
 
 widest! {
-fn replay(plan: &Plan, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64], whole: bool) {
-    plan.replay_lanes_with(lanes, params, width, values, grads, whole)
+fn replay(plan: &Plan, lanes: &mut Lanes, params: &[f64], width: usize, values: &mut [f64], grads: &mut [f64]) {
+    plan.replay_lanes_with(lanes, params, width, values, grads)
 }
 }
 
