@@ -302,12 +302,21 @@ fn every_finite(a: &[f64]) -> bool {
 /// so it is 0 + a[i][at[l]] · c[l] bit for bit, one product in place of k.
 #[inline(always)]
 fn columns_of(k: usize, a: &[f64], at: [usize; LANES], c: Lane, out: &[Cell<Lane>]) {
-    // Consecutive columns (a group of unit directions) are one load per row.
-    let from = at[0];
-    if (0..LANES).all(|l| at[l] == from + l) {
-        for (row, o) in a.chunks_exact(k).zip(out) {
-            let Some(cols) = row[from..].first_chunk::<LANES>() else { unreachable!("at[LANES - 1] < k") };
-            o.set(lanewise!(|l| 0.0 + cols[l] * c[l]));
+    // Lanes that take consecutive columns (a group of unit directions) are
+    // one load per row, lane l reading column base + l. A lane of zeros
+    // (c = 0, the directions of other parameters) gets +0 from any finite
+    // entry, so it may read past its row into the next or the one before:
+    // the regression's two groups start one column before their row and
+    // end two past it.
+    let mut taking = (0..LANES).filter(|&l| c[l] != 0.0);
+    let base = taking.next().map_or(0, |l| at[l] as isize - l as isize);
+    if taking.all(|l| at[l] as isize - l as isize == base) {
+        for (i, o) in out.iter().enumerate() {
+            let row = &a[i * k..];
+            match (i * k).checked_add_signed(base).and_then(|from| a.get(from..)).and_then(|a| a.first_chunk::<LANES>()) {
+                Some(cols) => o.set(lanewise!(|l| 0.0 + cols[l] * c[l])),
+                None => o.set(lanewise!(|l| 0.0 + row[at[l]] * c[l])),
+            }
         }
         return;
     }
