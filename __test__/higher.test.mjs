@@ -447,6 +447,18 @@ describe('2. closed forms', () => {
       near(G.compile(f).hessian(q).hessian, expected, 1e-10, 'compiled hessian');
     });
 
+    test('eager, compiled and rebuilt hessians agree bit for bit', () => {
+      // The compiled ones run eight directions a group: the first group's
+      // beta directions start at lane 1 (the intercept's is lane 0), the
+      // second's run past X's row, both read one load a row.
+      const c = G.compile(f);
+      const eager = G.hessian(f)(q);
+      for (const [how, r] of [['compiled', c.hessian(q)], ['rebuilt', G.compileFromJSON(c.toJSON()).hessian(q)]]) {
+        assert.deepStrictEqual(r.hessian, eager.hessian, `${how} hessian`);
+        assert.deepStrictEqual(r.gradient, eager.gradient, `${how} gradient`);
+      }
+    });
+
     test('hvp along each basis direction is a column of regressionHessian', () => {
       const h = G.compile(f).hvp;
       const P = packParams(q);
