@@ -12,7 +12,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 mod arena;
-use arena::{grow, ZeroTail};
+pub use arena::grow;
+use arena::ZeroTail;
 
 /// A multiply-rotate hash for the merge table: its keys are a few small
 /// integers, for which SipHash's flood resistance buys nothing and costs a

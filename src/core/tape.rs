@@ -4,7 +4,7 @@
 
 use super::error::Result;
 use super::plan::Plan;
-use super::graph::{post_order_with, propagate, Graph, Walk};
+use super::graph::{grow, post_order_with, propagate, Graph, Walk};
 use super::kernels::matrix::axpy;
 use super::op::Op;
 use crate::fail;
@@ -67,8 +67,8 @@ impl Tape {
         if self.needs.len() < nodes.len() {
             self.needs.resize(nodes.len(), false);
         }
-        if self.adj.len() < self.graph.values.len() {
-            self.adj.resize(self.graph.values.len(), 0.0);
+        if let Some(more) = self.graph.values.len().checked_sub(self.adj.len()).filter(|&m| m > 0) {
+            grow(&mut self.adj, more)?;
         }
         // One pass marks what carries an adjoint (a parameter, or anything
         // computed from one) and clears those adjoints, and only those: the
