@@ -67,8 +67,9 @@ impl Tape {
         if self.needs.len() < nodes.len() {
             self.needs.resize(nodes.len(), false);
         }
-        if let Some(more) = self.graph.values.len().checked_sub(self.adj.len()).filter(|&m| m > 0) {
-            grow(&mut self.adj, more)?;
+        let (values, held) = (self.graph.values.len(), self.adj.len());
+        if held < values {
+            grow(&mut self.adj, values - held)?;
         }
         // One pass marks what carries an adjoint (a parameter, or anything
         // computed from one) and clears those adjoints, and only those: the

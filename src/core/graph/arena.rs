@@ -17,22 +17,18 @@ use crate::fail;
 
 /// Grow an arena by `len` zeros, refusing what cannot be allocated rather
 /// than aborting the process. Many zeros are written on every core
-/// (`parallel::zero_uninit` says why): an eager trace's arena at
-/// n = 1000 grows by ten n×n matrices.
+/// (`parallel::zero_uninit` decides, and says why): an eager trace's
+/// arena at n = 1000 grows by ten n×n matrices.
 pub fn grow(arena: &mut Vec<f64>, len: usize) -> Result<usize> {
     let at = arena.len();
     // (The common case on a reused arena: room already there.)
     if len > arena.capacity() - at && (len > MAX_ELEMENTS || arena.try_reserve(len).is_err()) {
         return fail!("out of memory: cannot hold {len} more values");
     }
-    if parallel::splits(len) {
-        parallel::zero_uninit(&mut arena.spare_capacity_mut()[..len]);
-        // SAFETY: the capacity holds `at + len` values, and the `len` past
-        // the length were just written.
-        unsafe { arena.set_len(at + len) };
-    } else {
-        arena.resize(at + len, 0.0);
-    }
+    parallel::zero_uninit(&mut arena.spare_capacity_mut()[..len]);
+    // SAFETY: the capacity holds `at + len` values, and the `len` past the
+    // length were just written.
+    unsafe { arena.set_len(at + len) };
     Ok(at)
 }
 

@@ -39,7 +39,7 @@ fn split(out: &mut [f64], unit: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
 
 /// `split` into `threads` parts (one, the whole, under WebAssembly).
 #[inline(always)]
-fn split_in(out: &mut [f64], unit: usize, threads: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
+fn split_in<T: Send>(out: &mut [T], unit: usize, threads: usize, f: impl Fn(usize, &mut [T]) + Sync) {
     #[cfg(not(target_arch = "wasm32"))]
     if threads > 1 {
         let size = out.len().div_ceil(unit).div_ceil(threads) * unit;
@@ -113,17 +113,7 @@ pub fn triangle_rows(out: &mut [f64], n: usize, lower: bool, f: impl Fn(usize, &
 /// run on as many cores at once: 80 MB took 25 ms to fault on one thread
 /// here, 14.5 on two (a GP's trace at n = 1000 grows its arena by that much).
 pub fn zero_uninit(x: &mut [MaybeUninit<f64>]) {
-    #[cfg(not(target_arch = "wasm32"))]
-    if let threads @ 2.. = parts(x.len(), 1) {
-        let size = x.len().div_ceil(threads);
-        rayon::scope(|s| {
-            for part in x.chunks_mut(size) {
-                s.spawn(move |_| part.fill(MaybeUninit::new(0.0)));
-            }
-        });
-        return;
-    }
-    x.fill(MaybeUninit::new(0.0));
+    split_in(x, 1, parts(x.len(), 1), |_, part| part.fill(MaybeUninit::new(0.0)))
 }
 
 /// `f(at, part)` over consecutive parts of `out`, `at` each part's offset.
