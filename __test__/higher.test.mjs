@@ -1144,6 +1144,79 @@ describe('5b. Jacobians agree bit for bit: eager, compiled (columns eight at a t
   }
 });
 
+describe('5b2. Sparse Jacobians: columns no row shares take one direction (src/core/pattern.rs)', () => {
+  // 24 columns: three groups of lanes each way, where the colors need one.
+  const n = 24;
+  const rng = makeRng(2412);
+  const u = rng.vector(n);
+  const band = Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? -2 : Math.abs(i - j) === 1 ? 1 : 0)));
+  const zero = [0];
+  const shift = {
+    left: (p) => G.concat([zero, G.slice(p, [0], [n - 1])]),
+    right: (p) => G.concat([G.slice(p, [1], [n - 1]), zero]),
+  };
+  // Each: the function, and its Jacobian in closed form (an entry not listed is 0).
+  const cases = {
+    'a stencil written as a dense constant (matmul)': [
+      (p) => G.add(G.matmul(band, p), G.mul(3, G.square(p), G.sub(1, p))),
+      (i, j) => band[i][j] + (i === j ? 3 * (2 * u[i] - 3 * u[i] * u[i]) : 0),
+    ],
+    'a stencil by slices and concatenation': [
+      (p) => G.add(G.sub(G.add(shift.left(p), shift.right(p)), G.mul(2, p)), G.exp(p)),
+      (i, j) => (i === j ? -2 + Math.exp(u[i]) : Math.abs(i - j) === 1 ? 1 : 0),
+    ],
+    'a transpose, and a tall concatenation': [
+      // Entry e = c·4 + r of the transposed 4×6 is parameter r·6 + c; then tanh of the first six.
+      (p) => G.concat([G.reshape(G.transpose(G.reshape(p, [4, 6])), [n]), G.tanh(G.slice(p, [0], [6]))]),
+      (i, j) => (i < n ? ((i % 4) * 6 + Math.floor(i / 4) === j ? 1 : 0) : i - n === j ? 1 - Math.tanh(u[j]) ** 2 : 0),
+    ],
+  };
+  for (const [name, [f, exact]] of Object.entries(cases)) {
+    test(name, () => {
+      const c = G.compile(f);
+      const J = c.jacobian(u);
+      const m = J.length;
+      for (let i = 0; i < m; i++) {
+        for (let j = 0; j < n; j++) {
+          const want = exact(i, j);
+          if (want === 0) assert.ok(Object.is(J[i][j], 0), `${name}: J[${i}][${j}] = ${J[i][j]}, an exact +0`);
+          else assert.ok(Math.abs(J[i][j] - want) <= 1e-12 * Math.abs(want), `${name}: J[${i}][${j}] = ${J[i][j]} against ${want}`);
+        }
+      }
+      sameBits(G.jacobian(f)(u), J, `${name}: eager`);
+      sameBits(c.jacobian(u), J, `${name}: compiled, again (the colors kept)`);
+      for (const [how, r] of rebuilt(c)) sameBits(r.jacobian(u), J, `${name}: ${how}`);
+      // The rows by reverse sweeps: the gradient of each output alone.
+      for (const i of [0, 11, m - 1]) {
+        const g = G.valueAndGrad((p) => G.sum(G.slice(f(p), [i], [1])))(u).gradient;
+        g.forEach((x, j) => assert.ok(Math.abs(x - J[i][j]) <= 1e-12 * (1 + Math.abs(x)), `${name}: row ${i} by reverse, column ${j}`));
+      }
+      // And central differences of the value.
+      const h = 1e-6;
+      for (const j of [0, 5, n - 1]) {
+        const up = u.slice(); const down = u.slice();
+        up[j] += h; down[j] -= h;
+        const [fu, fd] = [c.value(up), c.value(down)];
+        J.forEach((row, i) => assert.ok(Math.abs(row[j] - (fu[i] - fd[i]) / (2 * h)) < 1e-6 * (1 + Math.abs(row[j])), `${name}: FD J[${i}][${j}]`));
+      }
+    });
+  }
+  test('an infinite tangent in a shared direction gives way to the reverse rows', () => {
+    // √x at x = 0 has an infinite derivative; colored with a column whose
+    // rows multiply it by a constant zero, 0·∞ would be NaN there.
+    const x = u.map((v) => Math.abs(v) + 0.5);
+    x[3] = 0;
+    const f = (p) => G.matmul(band, G.sqrt(p));
+    const J = G.compile(f).jacobian(x);
+    sameBits(G.jacobian(f)(x), J, 'eager');
+    for (const i of [2, 3, 4, 9]) {
+      const g = G.valueAndGrad((p) => G.sum(G.slice(f(p), [i], [1])))(x).gradient;
+      g.forEach((v, j) => assert.ok(Object.is(v, J[i][j]) || Math.abs(v - J[i][j]) <= 1e-12 * (1 + Math.abs(v)), `row ${i}, column ${j}: ${J[i][j]} against the reverse row's ${v}`));
+    }
+    assert.ok(!Number.isFinite(J[3][3]) && Number.isFinite(J[3][4]), 'the infinite entry, and a finite one beside it');
+  });
+});
+
 describe('5c. a getter that calls again while the arguments are packed', () => {
   // The compiled jvp and forward Jacobian pack their arguments into buffers
   // kept from call to call; a call from inside a getter takes new ones.

@@ -169,8 +169,10 @@ const BUILD_OUTPUT = /^(binding\.(cjs|d\.ts)|grad\.[^/]+\.node|src\/js\/grad\.wa
 // The size budget, about 25% above what the tarball weighed on 2026-12-01
 // (linux-x64-gnu, release build: 1,777,293 bytes packed, 6,355,189 unpacked,
 // 72 files; the addon is 4.97 MB of it, grad.wasm.js 0.68 MB). Growing past
-// it should be a decision, not an accident.
-const PACKED_BUDGET = 2_225_000;
+// it should be a decision, not an accident. Raised on 2026-12-04 from
+// 2,225,000 for sparse Jacobians (src/core/pattern.rs: the addon +32 KB,
+// the tarball +6.5 KB, to 2,231,476).
+const PACKED_BUDGET = 2_250_000;
 const UNPACKED_BUDGET = 7_950_000;
 
 test('the tarball holds only what the package means to ship, within its size budget', () => {

@@ -24,6 +24,7 @@ const RANKS: &[(&str, u32)] = &[
     ("rules", 3),
     ("graph", 4),
     ("tangent", 5),
+    ("pattern", 5),
     ("plan", 6),
     ("tape", 7),
     ("json", 7),

@@ -5,6 +5,7 @@
 use super::{flat_range, with_tape};
 use crate::core::error::Result;
 use crate::core::op::Op;
+use crate::core::pattern;
 use crate::core::plan::{Lanes, Plan, LANES};
 use crate::core::shape::MAX_ELEMENTS;
 use crate::core::tangent;
@@ -26,6 +27,17 @@ pub fn tape_jvp(t: u32, root: u32, leaves: &[u32], tangents: &[u32]) -> Result<u
                 t.graph.leaf(Op::Const, shape, &[])
             }
         }
+    })
+}
+
+/// The colors of an eager forward Jacobian's columns (`core::pattern`),
+/// of `root` over `leaf`, as `Colors::flat` lists them; `None` where they
+/// save no lanes, as a compiled Jacobian's would not.
+pub fn tape_colors(t: u32, root: u32, leaf: u32) -> Result<Option<Vec<u32>>> {
+    with_tape(t, |t| {
+        let q = t.graph.node(leaf)?.shape.size();
+        t.graph.node(root)?;
+        Ok(pattern::colors(&t.graph, root, &[(leaf, 0)], q, LANES).map(|c| c.flat()))
     })
 }
 
@@ -52,17 +64,6 @@ fn feed(p: &mut Plan, which: std::ops::Range<usize>, flat: &[f64], mut at: usize
         p.set(i, &flat[r])?;
     }
     Ok(at)
-}
-
-/// Set the tangents of a tangent plan (slots `n..2n`) to the `j`th unit
-/// direction of the parameters flattened; `unit` is scratch of their size,
-/// the (j − 1)th direction before.
-fn direct(p: &mut Plan, n: usize, unit: &mut [f64], j: usize) -> Result<()> {
-    if j > 0 {
-        unit[j - 1] = 0.0;
-    }
-    unit[j] = 1.0;
-    feed(p, n..2 * n, unit, 0).map(|_| ())
 }
 
 /// Refuse a result of `rows`×`cols` past the cap on values, before
@@ -112,28 +113,52 @@ fn forward_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<&
     if out.len() != m * q {
         return fail!("jacobian buffer does not match the plan");
     }
+    // One direction per color of the columns (`core::pattern`) where that
+    // takes fewer groups of lanes, read back by color.
+    let colors = p.column_colors();
+    let directions = colors.as_ref().map_or(q, |c| c.count);
+    let mut by_color = Vec::new();
+    let tangents: &mut [f64] = match &colors {
+        Some(_) => {
+            by_color.resize(m * directions, 0.0);
+            &mut by_color
+        }
+        None => out,
+    };
+    let direction = |k: usize, to: &mut [f64]| match &colors {
+        Some(c) => c.direction(k, to),
+        None => to.iter_mut().enumerate().for_each(|(j, x)| *x = if j == k { 1.0 } else { 0.0 }),
+    };
     // Making the lanes computes what does not depend on the tangents; where
     // that fails, the replay below gives the error.
+    let mut in_lanes = false;
     if let Some(cache) = lanes.filter(|_| m > 0 && q > 0) {
         if let Some(mut l) = p.lanes(cache.take(), n, false) {
             let mut points = vec![0.0; LANES * q];
-            for from in (0..q).step_by(LANES) {
-                let c = LANES.min(q - from);
-                points.fill(0.0);
-                (0..c).for_each(|k| points[k * q + from + k] = 1.0);
-                p.replay_lanes_forward(&mut l, &points[..c * q], q, &mut out[from..], q);
+            for from in (0..directions).step_by(LANES) {
+                let c = LANES.min(directions - from);
+                for (k, point) in points.chunks_exact_mut(q).take(c).enumerate() {
+                    direction(from + k, point);
+                }
+                p.replay_lanes_forward(&mut l, &points[..c * q], q, &mut tangents[from..], directions);
             }
             *cache = Some(l);
-            return Ok(());
+            in_lanes = true;
         }
     }
-    p.forward()?;
-    for j in 0..q {
-        direct(p, n, &mut unit, j)?;
-        let column = p.forward_tangent()?;
-        for (i, &x) in column.iter().enumerate() {
-            out[i * q + j] = x;
+    if !in_lanes {
+        p.forward()?;
+        for k in 0..directions {
+            direction(k, &mut unit);
+            feed(p, n..2 * n, &unit, 0)?;
+            let column = p.forward_tangent()?;
+            for (i, &x) in column.iter().enumerate() {
+                tangents[i * directions + k] = x;
+            }
         }
+    }
+    if let Some(c) = &colors {
+        c.scatter(&by_color, out);
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use std::cell::RefCell;
 
 mod higher;
 mod queue;
-pub use higher::{plan_jacobian, plan_output_into, tape_jvp};
+pub use higher::{plan_jacobian, plan_output_into, tape_colors, tape_jvp};
 pub use queue::{tape_apply, tape_finish_queued};
 
 /// A shape from its rank and first two dimensions, as JavaScript passes it.

@@ -441,6 +441,13 @@ pub fn tape_jvp(t: u32, root: u32, leaves: &[u32], tangents: &[u32]) -> Result<u
     api::tape_jvp(t, root, leaves, tangents).js()
 }
 
+/// The colors of the forward Jacobian's columns of `root` over `leaf`
+/// (`api::tape_colors`): count, colors, owners; null where none are worth it.
+#[napi(catch_unwind)]
+pub fn tape_colors(t: u32, root: u32, leaf: u32) -> Result<Option<Vec<u32>>> {
+    api::tape_colors(t, root, leaf).js()
+}
+
 /// The plan of a plan's tangent (`Plan::tangent_plan`).
 #[napi(catch_unwind)]
 pub fn plan_tangent(p: &External<PlanCell>, into: Option<&External<PlanCell>>) -> Result<Option<External<PlanCell>>> {

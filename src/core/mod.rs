@@ -8,6 +8,7 @@ pub mod kernels;
 pub mod linalg;
 pub mod math;
 pub mod op;
+pub mod pattern;
 pub mod plan;
 pub mod rules;
 pub mod shape;

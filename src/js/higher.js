@@ -227,17 +227,37 @@ export function jacobian(f) {
   };
 }
 
-/** The columns of an eager Jacobian by forward mode: one tangent per input entry. */
+/**
+ * The columns of an eager Jacobian by forward mode: one tangent per input
+ * entry, or per color where columns no row shares go together
+ * (src/core/pattern.rs), as a compiled Jacobian takes them.
+ */
 function forwardColumns(t, y, leaf, m) {
   const n = leaf.data.length;
-  const rows = Array.from({ length: m }, () => new Array(n));
-  for (let j = 0; j < n; j++) {
-    const [u] = unitTangents([leaf.shape], j);
+  // [count, color of each column, the column of each color in each row], or null.
+  const colors = N.tapeColors(t.h, y._id, leaf._id, 1 + n + m * n);
+  const rows = Array.from({ length: m }, () => (colors === null ? new Array(n) : new Array(n).fill(0)));
+  const count = colors === null ? n : colors[0];
+  for (let k = 0; k < count; k++) {
+    let u;
+    if (colors === null) u = unitTangents([leaf.shape], k)[0];
+    else {
+      u = { data: new Float64Array(n), shape: leaf.shape };
+      for (let j = 0; j < n; j++) if (colors[1 + j] === k) u.data[j] = 1;
+    }
     // The leaf first: reading t.h records what is queued, the new leaf included.
     const v = leafVar(t, CONST, u);
     const id = N.tapeJvp(t.h, y._id, ids([leaf]), ids([v]));
     const column = tapeValue(t, id, y.shape).data;
-    for (let i = 0; i < m; i++) rows[i][j] = column[i];
+    if (colors === null) {
+      for (let i = 0; i < m; i++) rows[i][k] = column[i];
+      continue;
+    }
+    const owners = 1 + n;
+    for (let i = 0; i < m; i++) {
+      const j = colors[owners + i * count + k];
+      if (j !== 0xffffffff) rows[i][j] = column[i];
+    }
   }
   return rows;
 }

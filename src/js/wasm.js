@@ -368,6 +368,14 @@ export function loadWasm(bytes = wasmBytes()) {
       putU32(1, tangents);
       return id(X.tape_jvp(t, root, n));
     },
+    tapeColors(t, root, leaf, cap) {
+      reserve(2, cap * 4);
+      const n = id(X.tape_colors(t, root, leaf, cap));
+      if (n === 0) return null;
+      heap();
+      const p = at[2] >>> 2;
+      return u32.slice(p, p + n);
+    },
     planTangent: (h) => plan(X.plan_tangent(live(h))),
     planRows: (h) => plan(X.plan_rows(live(h))),
     planPrimalGradient(h, out) {

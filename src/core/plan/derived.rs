@@ -7,9 +7,11 @@ use super::{arena_ranges, carry_chains, run_steps, Passes, Plan, Slot, Step, SHA
 use crate::core::error::Result;
 use crate::core::graph::{mark_needs, post_order, Graph, Node};
 use crate::core::op::Op;
+use crate::core::pattern::{self, Colors};
 use crate::core::shape::Shape;
 use crate::core::tangent;
 use crate::fail;
+use std::sync::Arc;
 
 /// A replica, for another thread of a batch (src/batch.rs) or an async
 /// call: its steps and its leaves' values (parameters, inputs, constants)
@@ -38,6 +40,7 @@ impl Clone for Plan {
             names: self.names.clone(),
             current: self.current.clone(),
             plain_layout: self.plain_layout,
+            colors: self.colors.clone(),
         }
     }
 }
@@ -223,6 +226,25 @@ impl Plan {
         run_steps::<true>(&mut self.graph, &self.varying)?;
         let g = &self.graph;
         Ok(&g.values[g.nodes[self.root as usize].range()])
+    }
+
+    /// The colors of a tangent plan's forward Jacobian columns: of its
+    /// primal root (output 0) over its primal parameters
+    /// (`core::pattern`), made at the first call; `None` where they take as
+    /// many groups of lanes as the columns do.
+    pub fn column_colors(&self) -> Option<Arc<Colors>> {
+        let made = self.colors.get_or_init(|| {
+            let &root = self.outputs.first()?;
+            let (mut sources, mut q) = (Vec::new(), 0);
+            for s in &self.params[..self.params.len() / 2] {
+                if let Some(node) = s.node {
+                    sources.push((node, q));
+                }
+                q += s.shape.size();
+            }
+            pattern::colors(&self.graph, root, &sources, q, super::LANES).map(Arc::new)
+        });
+        made.clone()
     }
 
     /// Output `i`'s value after a replay (`build_outputs`).

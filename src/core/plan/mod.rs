@@ -200,6 +200,8 @@ pub struct Plan {
     /// large trace adopted as recorded, `adopt_current`) and each value has
     /// its own offset (else values share blocks): what lanes' layout reads.
     plain_layout: bool,
+    /// A tangent plan's Jacobian columns by color (`column_colors`), once asked for.
+    colors: std::sync::OnceLock<Option<std::sync::Arc<crate::core::pattern::Colors>>>,
 }
 
 /// Whether the arena holds the values a forward replay at the arguments
@@ -320,7 +322,7 @@ impl Plan {
         let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
         let outputs = outputs.to_vec();
         let current = Current(false);
-        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), primal: None, names: None, current, plain_layout }
+        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), primal: None, names: None, current, plain_layout, colors: Default::default() }
     }
 
     pub fn params(&self) -> &[Slot] {

@@ -7,6 +7,7 @@ use crate::core::kernels::matrix;
 use crate::core::kernels::{Adjoints, Inputs, Operand};
 use crate::core::linalg::parallel;
 use crate::core::op::Op;
+use crate::core::shape::Shape;
 use super::{each_parent, Record};
 
 pub(super) fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64]) {
@@ -107,6 +108,39 @@ fn share<N: Operand>(op: Op, k: usize, p: &Inputs<N>, g: &[f64], d: &mut [f64]) 
             })
         }
         _ => unreachable!("{} is not a linear op", op.name()),
+    }
+}
+
+/// `rules::pairs`: which value of which operand each value reads.
+pub(super) fn pairs(op: Op, operands: &[Shape], out: Shape, mut f: impl FnMut(usize, usize, usize)) {
+    match op {
+        Op::Transpose => {
+            let (m, n) = operands[0].rows_cols();
+            for i in 0..m {
+                for j in 0..n {
+                    f(j * m + i, 0, i * n + j);
+                }
+            }
+        }
+        Op::DiagPart => (0..out.size()).for_each(|i| f(i, 0, i * out.size() + i)),
+        Op::AddDiag => {
+            let n = out.rows_cols().0;
+            (0..out.size()).for_each(|e| f(e, 0, e));
+            let scalar = operands[1].size() == 1;
+            (0..n).for_each(|i| f(i * n + i, 1, if scalar { 0 } else { i }));
+        }
+        Op::Reshape(_) => (0..out.size()).for_each(|e| f(e, 0, e)),
+        Op::Slice { start, size } => {
+            let vector = operands[0].rank() == 1;
+            matrix::for_block(operands[0].rows_cols().1, start, size, vector, |src, dst, len| (0..len).for_each(|i| f(dst + i, 0, src + i)))
+        }
+        Op::Concat { axis } => {
+            let matrix = operands[0].rank() == 2;
+            matrix::for_concat(operands.len(), |k| operands[k].rows_cols(), axis, matrix, |k, from, to, len| {
+                (0..len).for_each(|i| f(to + i, k, from + i))
+            })
+        }
+        _ => unreachable!("{} moves no values", op.name()),
     }
 }
 

@@ -1,9 +1,10 @@
 //! Every op's rules, kept together by family, as JAX registers a primitive
 //! with its implementation, its jvp and its transpose: the value
-//! (`forward`), the adjoint (reverse mode: `adjoint`) and the tangent
+//! (`forward`), the adjoint (reverse mode: `adjoint`), the tangent
 //! (forward mode: `tangent`, written as ops on the graph, which
-//! `core::tangent` records). One file per family, named by how its tangent
-//! is made:
+//! `core::tangent` records) and which operand values each value reads
+//! (`reads`, a Jacobian's sparsity: `core::pattern`). One file per family,
+//! named by how its tangent is made:
 //! - `elementwise.rs`: add … gt and the unary ops, on the per-element
 //!   formulas of `kernels/scalar.rs` (a tangent: each operand's tangent
 //!   times its partial);
@@ -104,6 +105,44 @@ pub(crate) fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Optio
         Family::Product => products::tangent(r, op, y, p, ts),
         Family::Linalg => linalg::tangent(r, op, y, p, ts),
     }
+}
+
+/// Which operand values each value of a node reads (`core::pattern`).
+#[derive(Clone, Copy)]
+pub(crate) enum Reads {
+    /// Value e reads value e of each operand, or the one a broadcast
+    /// operand spreads there (a scalar's only value; a row's e mod its length).
+    Elementwise,
+    /// The pairs `pairs` lists: a linear op that moves values.
+    Pairs,
+    /// Value (r, c) reads (r, t) of operand 0 and (t, c) of operand 1 for
+    /// every t (`product_dims`): a term with an exact zero constant factor
+    /// adds nothing.
+    Product,
+    /// Every value reads every value of every operand.
+    All,
+}
+
+pub(crate) fn reads(op: Op) -> Reads {
+    match (family(op), op) {
+        (Family::Elementwise, _) => Reads::Elementwise,
+        (Family::Linear, Op::Sum | Op::Mean) => Reads::All,
+        (Family::Linear, _) => Reads::Pairs,
+        (Family::Product, Op::Matmul | Op::Dot) => Reads::Product,
+        _ => Reads::All,
+    }
+}
+
+/// For an op that `reads` `Pairs`: `f(e, k, i)` for each value e of the
+/// result (of shape `out`) and each value i of operand k that it reads.
+pub(crate) fn pairs(op: Op, operands: &[Shape], out: Shape, f: impl FnMut(usize, usize, usize)) {
+    linear::pairs(op, operands, out, f)
+}
+
+/// For an op that `reads` `Product`: (m, t, n) with the result m×n, operand
+/// 0 m×t and operand 1 t×n, row-major.
+pub(crate) fn product_dims(op: Op, operands: &[Shape]) -> (usize, usize, usize) {
+    products::dims(op, operands)
 }
 
 /// What a tangent rule records its ops on (`core::tangent`'s recorder,

@@ -57,6 +57,16 @@ pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, g: &[f64], d:
     }
 }
 
+/// `rules::product_dims`: a vector operand 0 is one row, a vector operand 1
+/// one column, and a dot one row times one column.
+pub(super) fn dims(op: Op, operands: &[Shape]) -> (usize, usize, usize) {
+    match (op, operands[1]) {
+        (Op::Dot, _) => (1, operands[0].size(), 1),
+        (_, Shape::Matrix(t, n)) => (operands[0].rows_cols().0, t, n),
+        (_, b) => (operands[0].rows_cols().0, b.size(), 1),
+    }
+}
+
 /// (a b)˙ = ȧ b + a ḃ.
 pub(super) fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Option<u32>]) -> Result<Option<u32>> {
     let a = match ts[0] {
