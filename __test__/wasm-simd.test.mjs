@@ -106,7 +106,8 @@ function computations(G, models) {
     add(`matmul ${a}x${b} ${b}x${c}`, (p) => G.matmul(p.a, p.b), { a: T([a, b], rand), b: T([b, c], rand) });
   }
   add('matmul matrix vector', (p) => G.matmul(p.a, p.b), { a: T([m, n], rand), b: T([n], rand) });
-  for (const k of [1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 31, 37, 64, 101]) add(`cholesky ${k}`, (p) => G.cholesky(p.a), { a: spd(k) });
+  // 157: the tiled factorization of large orders (both builds), with a remainder row.
+  for (const k of [1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 31, 37, 64, 101, 157]) add(`cholesky ${k}`, (p) => G.cholesky(p.a), { a: spd(k) });
   for (const k of [5, 37]) {
     add(`triangularSolve lower vector ${k}`, (p) => G.triangularSolve(p.t, p.b), { t: lower(k), b: T([k], rand) });
     add(`triangularSolve lower matrix ${k}`, (p) => G.triangularSolve(p.t, p.b), { t: lower(k), b: T([k, 13], rand) });

@@ -94,6 +94,41 @@ fn cholesky_errors_are_the_hand_written_kernels() {
 }
 
 #[test]
+fn the_tiled_cholesky_agrees_with_the_hand_written_kernel() {
+    // Its own order: the factor within rounding, and L·Lᵀ = A.
+    for n in ORDERS {
+        let a = spd(n, 17 + n as u64);
+        let (mut x, mut y) = (vec![f64::NAN; n * n], vec![f64::NAN; n * n]);
+        hand::cholesky(&a, n, &mut x).unwrap();
+        assert!(simd::tiled_cholesky(&a, n, &mut y), "n = {n}");
+        for i in 0..n {
+            for j in 0..n {
+                let (h, t) = (x[i * n + j], y[i * n + j]);
+                assert!(if j > i { t == 0.0 } else { (h - t).abs() <= 1e-14 * (1.0 + h.abs()) }, "n = {n}: L[{i}][{j}] {t} against {h}");
+                let llt: f64 = (0..n).map(|k| y[i * n + k] * y[j * n + k]).sum();
+                assert!((llt - a[i * n + j]).abs() <= 1e-13, "n = {n}: (LLᵀ)[{i}][{j}]");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_tiled_cholesky_leaves_every_failure_to_the_hand_written_kernel() {
+    let n = 21;
+    let mut l = vec![0.0; n * n];
+    let mut a = spd(n, 5);
+    a[9 * n + 9] = -1.0;
+    assert!(!simd::tiled_cholesky(&a, n, &mut l), "a pivot that is not positive");
+    let mut a = spd(n, 5);
+    a[2 * n + 5] += 1.0;
+    assert!(!simd::tiled_cholesky(&a, n, &mut l), "not symmetric");
+    let mut a = spd(n, 5);
+    a[12 * n + 3] = f64::NAN;
+    a[3 * n + 12] = f64::NAN;
+    assert!(!simd::tiled_cholesky(&a, n, &mut l), "not finite");
+}
+
+#[test]
 fn cholesky_adjoint_matches_the_hand_written_kernel() {
     for n in ORDERS {
         let a = spd(n, 11 + n as u64);

@@ -95,8 +95,10 @@ test('deno publish --dry-run passes, offline, slow-type check included', () => {
 });
 
 // The published files weighed 860,081 bytes on 2026-12-01 (24 files,
-// grad.wasm.js 684,155 of them); the budget is about 25% above.
-const JSR_BUDGET = 1_075_000;
+// grad.wasm.js 684,155 of them); the budget was about 25% above. Raised on
+// 2026-12-04 from 1,075,000: sparse Jacobians (src/core/pattern.rs) and the
+// tiled Cholesky of large orders took the module past it (1,094,931 bytes).
+const JSR_BUDGET = 1_125_000;
 
 test('it would publish the WebAssembly build and the typings, and nothing native, no tests, no build tree', () => {
   for (const f of ['jsr.json', jsr.exports['.'].replace(/^\.\//, ''), 'index.d.ts', 'package.json', 'src/js/browser.js', 'src/js/wasm.js', WASM_CORE]) {

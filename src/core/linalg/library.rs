@@ -11,7 +11,8 @@
 //!   solves with a matrix right-hand side, and LU's transposed solves (the
 //!   adjoint's), from n = 12; LU from n = 50; Cholesky's adjoint from
 //!   n = 100; Cholesky and LU's solve of one right-hand side from n = 150.
-//! - The hand-written kernels: everything smaller.
+//! - The hand-written kernels: everything smaller; under WebAssembly,
+//!   everything but Cholesky from n = 150, which is tiled (`simd.rs`).
 //! - Several threads (faer's, `threads.rs` says how many) for Cholesky, LU,
 //!   their solves with a matrix right-hand side, the adjoints, and products
 //!   (faer's gemm, from the same size) of at least 600³ multiply-adds.
@@ -21,6 +22,11 @@ use nalgebra::{DMatrixView, DVectorViewMut};
 /// faer's Cholesky and LU's vector solve from this order on.
 #[cfg(not(target_arch = "wasm32"))]
 const LARGE_FROM: usize = 150;
+/// Under WebAssembly, the tiled Cholesky (`simd::tiled_cholesky`) from the
+/// order where native builds take faer's: below it, both builds share the
+/// hand-written kernel's bits.
+#[cfg(target_arch = "wasm32")]
+const TILED_FROM: usize = 150;
 /// faer's (blocked) Cholesky adjoint from this order on: 0.69x ours at
 /// 100, 0.92x at 80, 1.27x at 64 (one thread, 2026-12-02).
 #[cfg(not(target_arch = "wasm32"))]
@@ -127,6 +133,10 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= LARGE_FROM && finite_rows(&a[..n * n], n) && super::cholesky::symmetric(a, n) {
         return faer(|| super::faer::cholesky(a, n, l, par(n, n)));
+    }
+    #[cfg(target_arch = "wasm32")]
+    if n >= TILED_FROM {
+        return super::simd::tiled_cholesky(a, n, l);
     }
     let _ = (a, n, l);
     false
