@@ -107,19 +107,87 @@ fn or_into(to: &mut [u64], from: &[u64]) {
 /// where coloring would not take fewer groups of `group` directions (a
 /// plan's lanes) than the columns themselves, or the graph is past the budget.
 pub fn colors(g: &Graph, root: u32, sources: &[(u32, usize)], q: usize, group: usize) -> Option<Colors> {
-    let (words, group) = (q.div_ceil(64), group.max(1));
-    let root_node = g.nodes.get(root as usize)?;
-    if q.div_ceil(group) <= 1 || words == 0 {
+    let group = group.max(1);
+    if q.div_ceil(group) <= 1 {
         return None;
     }
+    let words = q.div_ceil(64);
+    let support = supports(g, root, sources, q, words)?;
+    let m = g.nodes[root as usize].shape.size();
+    let rows: Vec<Vec<u32>> = (0..m).map(|e| support[root as usize].of(e, words).map_or_else(Vec::new, columns)).collect();
+    // No coloring takes fewer colors than the densest row has entries.
+    let densest = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let work = rows.iter().try_fold(0usize, |w, r| w.checked_add(r.len().checked_mul(r.len())?));
+    if densest.div_ceil(group) >= q.div_ceil(group) || work.is_none_or(|w| w > BUDGET) {
+        return None;
+    }
+    let color = greedy(&rows, q);
+    let count = color.iter().max().map_or(0, |&c| c as usize + 1);
+    if count.div_ceil(group) >= q.div_ceil(group) {
+        return None;
+    }
+    let mut owner = vec![u32::MAX; m * count];
+    for (i, row) in rows.iter().enumerate() {
+        row.iter().for_each(|&j| owner[i * count + color[j as usize] as usize] = j);
+    }
+    Some(Colors { count, color, owner })
+}
+
+/// The columns a set holds, in order.
+fn columns(set: &[u64]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (w, &bits) in set.iter().enumerate() {
+        let mut b = bits;
+        while b != 0 {
+            out.push((w * 64 + b.trailing_zeros() as usize) as u32);
+            b &= b - 1;
+        }
+    }
+    out
+}
+
+/// Column by column, the least color that no earlier column sharing a row holds.
+fn greedy(rows: &[Vec<u32>], q: usize) -> Vec<u32> {
+    let mut by_column: Vec<Vec<u32>> = vec![Vec::new(); q];
+    for (i, row) in rows.iter().enumerate() {
+        row.iter().for_each(|&j| by_column[j as usize].push(i as u32));
+    }
+    let mut color = vec![u32::MAX; q];
+    // taken[c] == j + 1: a column sharing a row with column j holds color c.
+    let mut taken: Vec<usize> = Vec::new();
+    for j in 0..q {
+        for &i in &by_column[j] {
+            for &k in &rows[i as usize] {
+                if let Some(t) = taken.get_mut(color[k as usize] as usize) {
+                    *t = j + 1;
+                }
+            }
+        }
+        let c = taken.iter().position(|&t| t != j + 1).unwrap_or(taken.len());
+        if c == taken.len() {
+            taken.push(0);
+        }
+        color[j] = c as u32;
+    }
+    color
+}
+
+/// Each node's support, up to `root`, from the ops' `reads` rules; `None`
+/// past the budget, or where a node's operand comes after it.
+fn supports(g: &Graph, root: u32, sources: &[(u32, usize)], q: usize, words: usize) -> Option<Vec<Support>> {
     let mut support: Vec<Support> = (0..=root).map(|_| Support::Empty).collect();
     let mut spent = 0usize;
+    // Words of sets, or operations on them, charged against the budget.
+    let mut charge = |amount: Option<usize>| -> Option<()> {
+        spent = amount.and_then(|a| spent.checked_add(a)).filter(|&s| s <= BUDGET)?;
+        Some(())
+    };
     for &(leaf, at) in sources {
         let size = g.nodes.get(leaf as usize)?.shape.size();
-        if leaf > root || at + size > q {
+        if leaf > root || at.checked_add(size).is_none_or(|end| end > q) {
             continue;
         }
-        spent = spent.checked_add(size * words).filter(|&s| s <= BUDGET)?;
+        charge(size.checked_mul(words))?;
         let mut s = vec![0u64; size * words];
         for e in 0..size {
             let j = at + e;
@@ -133,9 +201,9 @@ pub fn colors(g: &Graph, root: u32, sources: &[(u32, usize)], q: usize, group: u
         n.op == Op::Const && matches!(support[id as usize], Support::Empty) && g.values.get(n.val + i) == Some(&0.0)
     };
     for id in 0..=root {
-        let node = &g.nodes[id as usize];
+        let node = g.nodes.get(id as usize)?;
         if node.parents.iter().any(|&p| p >= id) {
-            return None; // not in the order of a walk
+            return None;
         }
         if node.op.is_leaf() || node.parents.iter().all(|&p| matches!(support[p as usize], Support::Empty)) {
             continue;
@@ -143,10 +211,9 @@ pub fn colors(g: &Graph, root: u32, sources: &[(u32, usize)], q: usize, group: u
         let size = node.shape.size();
         let shapes: Vec<_> = node.parents.iter().map(|&p| g.nodes[p as usize].shape).collect();
         let reads = if node.op == Op::External { Reads::All } else { rules::reads(node.op) };
-        let each = |spent: &mut usize| -> Option<Vec<u64>> {
-            *spent = spent.checked_add(size * words).filter(|&s| s <= BUDGET)?;
-            Some(vec![0; size * words])
-        };
+        if !matches!(reads, Reads::All) {
+            charge(size.checked_mul(words))?;
+        }
         let made = match reads {
             Reads::All => {
                 let mut u = vec![0; words];
@@ -158,7 +225,7 @@ pub fn colors(g: &Graph, root: u32, sources: &[(u32, usize)], q: usize, group: u
                 Support::Uniform(u)
             }
             Reads::Elementwise => {
-                let mut s = each(&mut spent)?;
+                let mut s = vec![0; size * words];
                 for (e, row) in s.chunks_exact_mut(words).enumerate() {
                     for (&p, shape) in node.parents.iter().zip(&shapes) {
                         let len = shape.size();
@@ -171,7 +238,7 @@ pub fn colors(g: &Graph, root: u32, sources: &[(u32, usize)], q: usize, group: u
                 Support::Each(s)
             }
             Reads::Pairs => {
-                let mut s = each(&mut spent)?;
+                let mut s = vec![0; size * words];
                 rules::pairs(node.op, &shapes, node.shape, |e, k, i| {
                     if let Some(from) = support[node.parents[k] as usize].of(i, words) {
                         or_into(&mut s[e * words..(e + 1) * words], from);
@@ -181,23 +248,21 @@ pub fn colors(g: &Graph, root: u32, sources: &[(u32, usize)], q: usize, group: u
             }
             Reads::Product => {
                 let (m, t, n) = rules::product_dims(node.op, &shapes);
-                spent = spent.checked_add(m * t * n * words).filter(|&s| s <= BUDGET)?;
-                let mut s = each(&mut spent)?;
+                charge(m.checked_mul(t).and_then(|x| x.checked_mul(n)).and_then(|x| x.checked_mul(words)))?;
+                let mut s = vec![0; size * words];
                 let (a, b) = (node.parents[0], node.parents[1]);
-                for r in 0..m {
-                    for c in 0..n {
-                        let row = &mut s[(r * n + c) * words..(r * n + c + 1) * words];
-                        for k in 0..t {
-                            let (ia, ib) = (r * t + k, k * n + c);
-                            if !zero(a, ia, &support) {
-                                if let Some(from) = support[b as usize].of(ib, words) {
-                                    or_into(row, from);
-                                }
+                for (rc, row) in s.chunks_exact_mut(words).enumerate() {
+                    let (r, c) = (rc / n, rc % n);
+                    for k in 0..t {
+                        let (ia, ib) = (r * t + k, k * n + c);
+                        if !zero(a, ia, &support) {
+                            if let Some(from) = support[b as usize].of(ib, words) {
+                                or_into(row, from);
                             }
-                            if !zero(b, ib, &support) {
-                                if let Some(from) = support[a as usize].of(ia, words) {
-                                    or_into(row, from);
-                                }
+                        }
+                        if !zero(b, ib, &support) {
+                            if let Some(from) = support[a as usize].of(ia, words) {
+                                or_into(row, from);
                             }
                         }
                     }
@@ -207,58 +272,7 @@ pub fn colors(g: &Graph, root: u32, sources: &[(u32, usize)], q: usize, group: u
         };
         support[id as usize] = made;
     }
-    // The rows, each the columns it depends on.
-    let m = root_node.shape.size();
-    let mut rows: Vec<Vec<u32>> = Vec::with_capacity(m);
-    for e in 0..m {
-        let mut row = Vec::new();
-        if let Some(s) = support[root as usize].of(e, words) {
-            for (w, &bits) in s.iter().enumerate() {
-                let mut b = bits;
-                while b != 0 {
-                    row.push((w * 64 + b.trailing_zeros() as usize) as u32);
-                    b &= b - 1;
-                }
-            }
-        }
-        rows.push(row);
-    }
-    // No coloring takes fewer colors than the densest row has entries.
-    let densest = rows.iter().map(Vec::len).max().unwrap_or(0);
-    if densest.div_ceil(group) >= q.div_ceil(group) || rows.iter().map(|r| r.len() * r.len()).sum::<usize>() > BUDGET {
-        return None;
-    }
-    // Greedy, column by column: the least color no earlier column sharing a row holds.
-    let mut by_column: Vec<Vec<u32>> = vec![Vec::new(); q];
-    for (i, row) in rows.iter().enumerate() {
-        row.iter().for_each(|&j| by_column[j as usize].push(i as u32));
-    }
-    let mut color = vec![u32::MAX; q];
-    let mut taken: Vec<usize> = Vec::new(); // taken[c] == j + 1: color c is held by a neighbor of column j
-    for j in 0..q {
-        for &i in &by_column[j] {
-            for &k in &rows[i as usize] {
-                let c = color[k as usize];
-                if c != u32::MAX {
-                    taken[c as usize] = j + 1;
-                }
-            }
-        }
-        let c = (0..taken.len()).find(|&c| taken[c] != j + 1).unwrap_or(taken.len());
-        if c == taken.len() {
-            taken.push(0);
-        }
-        color[j] = c as u32;
-    }
-    let count = taken.len();
-    if count.div_ceil(group) >= q.div_ceil(group) {
-        return None;
-    }
-    let mut owner = vec![u32::MAX; m * count];
-    for (i, row) in rows.iter().enumerate() {
-        row.iter().for_each(|&j| owner[i * count + color[j as usize] as usize] = j);
-    }
-    Some(Colors { count, color, owner })
+    Some(support)
 }
 
 #[cfg(test)]
