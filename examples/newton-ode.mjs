@@ -2,8 +2,9 @@
 // f(u) = D·Δₕu + k·u²(1 − u) + s = 0 on (0, 1) with u = 0 at both ends, on n
 // interior points (Δₕ = tridiag(1, −2, 1)/h², a constant matrix). The Newton
 // Jacobian comes either exactly from the package (compile(f).jacobian; f maps
-// n values to n, so it takes reverse mode, one sweep per row) or from forward
-// differences (n + 1 evaluations of compile(f).value). The linear systems are
+// n values to n, so it takes forward mode, and since the Jacobian is
+// tridiagonal, three directions: columns no row shares go together) or from
+// forward differences (n + 1 evaluations of compile(f).value). The linear systems are
 // solved in plain JavaScript (dense LU with partial pivoting).
 //
 //   node examples/newton-ode.mjs            n = 100 interior points
@@ -147,7 +148,7 @@ console.log(`largest difference between the two solutions: ${maxDiff([exact.u], 
 console.log(`steady state: max u = ${norm(exact.u).toFixed(6)}, min u = ${Math.min(...exact.u).toFixed(6)}`);
 console.log(`one Jacobian: exact ${medianMs(() => f.jacobian(exact.u)).toFixed(2)} ms, forward differences ${medianMs(() => fdJacobian(exact.u)).toFixed(2)} ms\n`);
 
-console.log(`compile(f).jacobian takes reverse mode here (as many outputs as inputs: one sweep per row).`);
+console.log(`compile(f).jacobian takes forward mode here (as many outputs as inputs), three directions for the ${n} columns: the Jacobian is tridiagonal.`);
 const jacStart = compareJacobians(u0, 'the start point');
 const jacEnd = compareJacobians(exact.u, 'the steady state');
 
