@@ -186,21 +186,32 @@ fn factor(a: &[f64], n: usize, l: &mut [f64]) -> bool {
                 }
             }
         }
-        let first = if block > 1 { i } else { 0 };
-        for row in i..i + block {
-            let (done, rest) = l.split_at_mut(row * n);
-            let lr = &mut rest[..n];
-            for j in first..row {
-                let lj = &done[j * n..j * n + j];
-                lr[j] = (a[row * n + j] - dot(&lr[..j], lj)) * (1.0 / done[j * n + j]);
-            }
-            let d = a[row * n + row] - dot(&lr[..row], &lr[..row]);
-            if d <= 0.0 {
-                return false;
-            }
-            lr[row] = d.sqrt();
+        if !finish_rows(a, n, l, i, block) {
+            return false;
         }
         i += block;
+    }
+    true
+}
+
+/// Rows i..i + block of L, whose entries left of column i a block of
+/// several rows has (else none): the rest of each row one entry at a time,
+/// as the hand-written kernel takes them, then its pivot; false at a pivot
+/// that is not positive.
+#[inline(always)]
+fn finish_rows(a: &[f64], n: usize, l: &mut [f64], i: usize, block: usize) -> bool {
+    let first = if block > 1 { i } else { 0 };
+    for row in i..i + block {
+        let (done, rest) = l.split_at_mut(row * n);
+        let lr = &mut rest[..n];
+        for j in first..row {
+            lr[j] = (a[row * n + j] - dot(&lr[..j], &done[j * n..j * n + j])) * (1.0 / done[j * n + j]);
+        }
+        let d = a[row * n + row] - dot(&lr[..row], &lr[..row]);
+        if d <= 0.0 {
+            return false;
+        }
+        lr[row] = d.sqrt();
     }
     true
 }
@@ -248,18 +259,8 @@ pub fn tiled_cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
                 j += cols;
             }
         }
-        let first = if block > 1 { i } else { 0 };
-        for row in i..i + block {
-            let (done, rest) = l.split_at_mut(row * n);
-            let lr = &mut rest[..n];
-            for j in first..row {
-                lr[j] = (a[row * n + j] - dot(&lr[..j], &done[j * n..j * n + j])) * (1.0 / done[j * n + j]);
-            }
-            let d = a[row * n + row] - dot(&lr[..row], &lr[..row]);
-            if d <= 0.0 {
-                return false;
-            }
-            lr[row] = d.sqrt();
+        if !finish_rows(a, n, l, i, block) {
+            return false;
         }
         i += block;
     }
