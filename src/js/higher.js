@@ -235,7 +235,7 @@ export function jacobian(f) {
 function forwardColumns(t, y, leaf, m) {
   const n = leaf.data.length;
   // [count, color of each column, the column of each color in each row], or null.
-  const colors = N.tapeColors(t.h, y._id, leaf._id, 1 + n + m * n);
+  const colors = N.tapeColors(t.h, y._id, leaf._id, n, m);
   const rows = Array.from({ length: m }, () => (colors === null ? new Array(n) : new Array(n).fill(0)));
   const count = colors === null ? n : colors[0];
   for (let k = 0; k < count; k++) {

@@ -368,9 +368,17 @@ export function loadWasm(bytes = wasmBytes()) {
       putU32(1, tangents);
       return id(X.tape_jvp(t, root, n));
     },
-    tapeColors(t, root, leaf, cap) {
-      reserve(2, cap * 4);
-      const n = id(X.tape_colors(t, root, leaf, cap));
+    // The count, each column's color, each row's owner per color: the first
+    // call reserves room for eight colors, a second (rarely) what they need.
+    tapeColors(t, root, leaf, columns, rows) {
+      let room = 1 + columns + 8 * rows;
+      reserve(2, room * 4);
+      let n = id(X.tape_colors(t, root, leaf, room));
+      if (n > room) {
+        room = n;
+        reserve(2, room * 4);
+        n = id(X.tape_colors(t, root, leaf, room));
+      }
       if (n === 0) return null;
       heap();
       const p = at[2] >>> 2;
