@@ -198,13 +198,15 @@ fn bench(c: &mut Criterion) {
     let pool = Pool::new(&tangent);
     let point: Vec<f64> = std::iter::once(intercept).chain(beta.iter().copied()).chain([log_sigma]).collect();
     let mut rows = vec![0.0; (P + 2) * (P + 2)];
-    units(Replicas::Pool(&pool), &point, &[], &mut rows).expect("units");
+    // With the value and gradient at x, as `c.hessian` asks for them.
+    let mut primal = vec![0.0; 1 + P + 2];
+    units(Replicas::Pool(&pool), &point, &[], &mut rows, Some(&mut primal)).expect("units");
     check_hessian(&rows, &x, &y);
     let mut group = c.benchmark_group("regression Hessian");
     group.bench_function("one thread", |b| {
-        b.iter(|| units(Replicas::Own(&mut own), black_box(&point), &[], &mut rows).expect("units"))
+        b.iter(|| units(Replicas::Own(&mut own), black_box(&point), &[], &mut rows, Some(&mut primal)).expect("units"))
     });
-    group.bench_function("pool", |b| b.iter(|| units(Replicas::Pool(&pool), black_box(&point), &[], &mut rows).expect("units")));
+    group.bench_function("pool", |b| b.iter(|| units(Replicas::Pool(&pool), black_box(&point), &[], &mut rows, Some(&mut primal)).expect("units")));
     group.finish();
 }
 

@@ -325,7 +325,10 @@ impl Plan {
                 Step::Node(_) => {}
             }
         }
-        let clear = arena_ranges(nodes, |id| self.needs[id] && first[id] == NO_TERM && !same[id]);
+        // A vector adjoint the sweep does not reach takes no term: only
+        // scalar steps, which run whole, add to adjoints outside it.
+        let taken = |id: usize| swept[id] || nodes[id].shape == Shape::Scalar;
+        let clear = arena_ranges(nodes, |id| self.needs[id] && first[id] == NO_TERM && !same[id] && taken(id));
         (first, clear)
     }
 
