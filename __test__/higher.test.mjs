@@ -1111,6 +1111,33 @@ describe('5a. the gradient hessian and hvp give is valueAndGrad\'s, bit for bit'
       }
     });
   }
+  // An empty parameter is alike at every point of a compiled Hessian's
+  // batch (batch/directions.rs); counted with the directions, it left what
+  // reads it out of the value at x (mean of none is NaN; compiled gave 0).
+  test('an empty parameter, before or after the others', () => {
+    const e = new Float64Array(0);
+    const cases = [
+      [(p) => G.add(G.mean(G.sub(p.e, p.e)), G.mul(p.x, p.x)), { x: 0.5, e }],
+      [(p) => G.add(G.mul(p.x, p.x), G.mean(G.sub(p.e, p.e))), { e, x: 0.5 }],
+      [(p) => G.add(G.sum(G.square(p.x)), G.mul(p.s, G.mean(p.e))), { x: [0.5, -2], s: 3, e }],
+    ];
+    for (const [f, x] of cases) {
+      const c = G.compile(f);
+      c(x);
+      const r = G.compileFromJSON(c.toJSON());
+      const want = G.valueAndGrad(f)(x);
+      assert.ok(Number.isNaN(want.value), 'the mean of no values is NaN');
+      const v = Object.fromEntries(Object.entries(x).map(([k, a]) => [k, typeof a === 'number' ? 1 : Array.isArray(a) ? a.map(() => 1) : e]));
+      for (const [how, g] of [['eager', null], ['compiled', c], ['rebuilt', r]]) {
+        const hessian = (g === null ? G.hessian(f) : g.hessian)(x);
+        const hvp = (g === null ? G.hvp(f) : g.hvp)(x, v);
+        for (const [what, got] of [['hessian', hessian], ['hvp', hvp]]) {
+          sameBits(got.value, want.value, `${how} ${what} value`);
+          sameBits(got.gradient, want.gradient, `${how} ${what} gradient`);
+        }
+      }
+    }
+  });
 });
 
 describe('5b. Jacobians agree bit for bit: eager, compiled (columns eight at a time in lanes), rebuilt', () => {

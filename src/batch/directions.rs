@@ -33,10 +33,14 @@ pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64]
     if count == 0 {
         return Ok(false);
     }
-    // The slots x fills, which every point holds.
+    // The slots x fills, which every point holds, and the empty slots
+    // after them, alike at every point too. (Counted as varying, an empty
+    // parameter after x made what reads it, the value at x among them, a
+    // lane step's, and the value read from the plan stale.)
+    let plan = replicas.plan();
     let (mut same, mut filled) = (0, 0);
-    while filled < x.len() {
-        filled += replicas.plan().slot_size(same);
+    while filled < x.len() || (same < plan.params().len() && plan.slot_size(same) == 0) {
+        filled += plan.slot_size(same);
         same += 1;
     }
     // Points per batch: all of them unless that would hold more than 2^24 values.
