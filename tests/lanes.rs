@@ -445,7 +445,7 @@ fn hessian_and_jacobian_rows_in_lanes_with_x_fixed_give_the_single_results() {
 #[test]
 fn a_matrix_times_vectors_of_one_non_zero_per_lane_gives_the_dense_bits() {
     // Lanes whose vector is zero but at one element take a column of the
-    // matrix (lane_kernels.rs, `columns_of`) where every entry is finite,
+    // matrix (lane_products.rs, `columns_of`) where every entry is finite,
     // and the dense product where one is not (a_ij · 0 is then NaN): the
     // product's every element, signed zeros included, as one point gives it.
     let (m, k) = (5, 6);

@@ -23,8 +23,8 @@ use super::super::graph::Node;
 use super::super::kernels::scalar::{self, with_constant_formula, Formula};
 use super::super::op::{Broadcast, Op};
 use super::super::shape::Shape;
-use super::lane_base::{lanewise, widest, Lane, Layout, Term, LANES};
-use crate::core::widest::widest_here;
+use super::lane_base::{lanewise, Lane, Layout, Term, LANES};
+use super::lane_products::{columns_of, every_finite, matvec, matvec_t_acc, one_per_lane};
 use std::cell::{Cell, OnceCell};
 
 /// `$body` for each `$e` in `0..$n`, by index, two at a time. By index,
@@ -292,104 +292,6 @@ fn values<X: Operand, Y: Operand>(f: Formula, k: f64, x: X, y: Y, out: &[Cell<La
     })
 }
 
-/// `matrix::matvec` for every lane: out[i] = Σ_j a[i][j] x[j], left to
-/// right from 0. Four rows at a time, so their sums do not wait on each other.
-#[inline(always)]
-fn matvec(m: usize, k: usize, a: &[f64], x: &[Cell<Lane>], out: &[Cell<Lane>]) {
-    const ROWS: usize = 4;
-    let (a, x, out) = (&a[..m * k], &x[..k], &out[..m]);
-    let mut i = 0;
-    while i + ROWS <= m {
-        let rows: [&[f64]; ROWS] = std::array::from_fn(|r| &a[(i + r) * k..(i + r + 1) * k]);
-        let mut s = [[0.0; LANES]; ROWS];
-        for (j, xj) in x.iter().enumerate() {
-            let xj = xj.get();
-            for (sr, row) in s.iter_mut().zip(rows) {
-                let aij = row[j];
-                for l in 0..LANES {
-                    sr[l] += aij * xj[l];
-                }
-            }
-        }
-        out[i..i + ROWS].iter().zip(s).for_each(|(o, s)| o.set(s));
-        i += ROWS;
-    }
-    for (i, o) in out.iter().enumerate().skip(i) {
-        let mut s = [0.0; LANES];
-        for (aij, xj) in a[i * k..(i + 1) * k].iter().zip(x) {
-            let xj = xj.get();
-            for l in 0..LANES {
-                s[l] += aij * xj[l];
-            }
-        }
-        o.set(s);
-    }
-}
-
-/// Where each lane of `x` is not zero, and its value there, if no lane is
-/// so at more than one element (a lane all zeros: element 0, value 0).
-#[inline(always)]
-fn one_per_lane(x: &[Cell<Lane>]) -> Option<([usize; LANES], Lane)> {
-    let (mut at, mut c) = ([usize::MAX; LANES], [0.0; LANES]);
-    for (j, xj) in x.iter().enumerate() {
-        let xj = xj.get();
-        // Most elements are zero in every lane: one vector test each, on
-        // the bits past the sign (a comparison per lane would branch per lane).
-        if xj.iter().fold(0u64, |any, &v| any | (v.to_bits() << 1)) == 0 {
-            continue;
-        }
-        for l in 0..LANES {
-            // (A NaN is not zero.)
-            if xj[l] != 0.0 {
-                if at[l] != usize::MAX {
-                    return None;
-                }
-                (at[l], c[l]) = (j, xj[l]);
-            }
-        }
-    }
-    Some((at.map(|j| if j == usize::MAX { 0 } else { j }), c))
-}
-
-/// Whether every entry of `a` is finite: then each term a_ij · 0 of a
-/// product with a vector of one non-zero is a zero.
-#[allow(clippy::eq_op)] // x − x is the test
-fn every_finite(a: &[f64]) -> bool {
-    let (body, rest) = a.as_chunks::<LANES>();
-    // x − x is 0 for a finite x and NaN otherwise; summed across lanes in registers.
-    let s = body.iter().fold([0.0; LANES], |s, x| lanewise!(|l| s[l] + (x[l] - x[l])));
-    s.iter().chain(rest).all(|x| (x - x) == 0.0)
-}
-
-/// `matvec` where lane `l` of x is zero but at element `at[l]`, which holds
-/// `c[l]`, and every entry of A is finite: each row's sum from 0 passes its
-/// zero terms (a_ij · ±0 = ±0, and +0 + ±0 = +0) and takes the one other,
-/// so it is 0 + a[i][at[l]] · c[l] bit for bit, one product in place of k.
-#[inline(always)]
-fn columns_of(k: usize, a: &[f64], at: [usize; LANES], c: Lane, out: &[Cell<Lane>]) {
-    // Lanes that take consecutive columns (a group of unit directions) are
-    // one load per row, lane l reading column base + l. A lane of zeros
-    // (c = 0, the directions of other parameters) gets +0 from any finite
-    // entry, so it may read past its row into the next or the one before:
-    // the regression's two groups start one column before their row and
-    // end two past it.
-    let mut taking = (0..LANES).filter(|&l| c[l] != 0.0);
-    let base = taking.next().map_or(0, |l| at[l] as isize - l as isize);
-    if taking.all(|l| at[l] as isize - l as isize == base) {
-        for (i, o) in out.iter().enumerate() {
-            let row = &a[i * k..];
-            match (i * k).checked_add_signed(base).and_then(|from| a.get(from..)).and_then(|a| a.first_chunk::<LANES>()) {
-                Some(cols) => o.set(lanewise!(|l| 0.0 + cols[l] * c[l])),
-                None => o.set(lanewise!(|l| 0.0 + row[at[l]] * c[l])),
-            }
-        }
-        return;
-    }
-    for (row, o) in a.chunks_exact(k).zip(out) {
-        o.set(lanewise!(|l| 0.0 + row[at[l]] * c[l]));
-    }
-}
-
 /// A laned node's adjoint accumulated into each parent that `takes` one,
 /// in the order and by the expressions of `rules::adjoint`; written,
 /// where it is a parent's `first` term. `v` holds values and adjoints.
@@ -500,77 +402,4 @@ fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y
 fn term<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Cell<Lane>]; 4], e: usize) -> Lane {
     let (x, y, o, g) = (nth::<X>(x, e), nth::<Y>(y, e), o[e].get(), g[e].get());
     lanewise!(|l| scalar::partial(f, k, I, x[l], y[l], o[l], g[l]))
-}
-
-widest! {
-/// `matrix::matvec_t_acc` for every lane: d += Aᵀ g. Each d[j] takes
-/// the rows in blocks of four, summed as that kernel sums them, then the
-/// rows left one at a time. Many columns at a time (all of them, up to
-/// sixteen, with AVX-512), held in registers across all rows: their sums
-/// do not wait on each other, no lane goes back to memory between blocks,
-/// and each block's adjoint lanes are loaded once for all of them (all
-/// thirteen columns of the packed regression at once, rather than four by
-/// four: 10% faster; the loop the other way round was compiled to gathers
-/// and scatters across the columns, ~3× slower).
-/// Compiled on its own (`widest!`), not inlined into the whole replay:
-/// there its loop was vector code or not depending on what else the replay
-/// held. (The other kernels stay inlined: out of line, they measured slower.)
-fn matvec_t_acc(m: usize, k: usize, a: &[f64], g: &[Cell<Lane>], d: &[Cell<Lane>], write: bool) {
-    let (a, g, d) = (&a[..m * k], &g[..m], &d[..k]);
-    if write {
-        d.iter().for_each(|d| d.set([0.0; LANES]));
-    }
-    // As many columns at a time as the registers hold beside the block's
-    // four adjoint lanes: 32 AVX-512 registers hold sixteen, one a lane;
-    // AVX2's 16 registers four, two a lane.
-    let most = if widest_here() == 2 { 16 } else { 4 };
-    let mut j = 0;
-    while j < k {
-        let c = (k - j).min(most);
-        let d = &d[j..j + c];
-        match c {
-            16 => columns::<16>(k, a, g, d, j),
-            15 => columns::<15>(k, a, g, d, j),
-            14 => columns::<14>(k, a, g, d, j),
-            13 => columns::<13>(k, a, g, d, j),
-            12 => columns::<12>(k, a, g, d, j),
-            11 => columns::<11>(k, a, g, d, j),
-            10 => columns::<10>(k, a, g, d, j),
-            9 => columns::<9>(k, a, g, d, j),
-            8 => columns::<8>(k, a, g, d, j),
-            7 => columns::<7>(k, a, g, d, j),
-            6 => columns::<6>(k, a, g, d, j),
-            5 => columns::<5>(k, a, g, d, j),
-            4 => columns::<4>(k, a, g, d, j),
-            3 => columns::<3>(k, a, g, d, j),
-            2 => columns::<2>(k, a, g, d, j),
-            _ => columns::<1>(k, a, g, d, j),
-        }
-        j += c;
-    }
-}
-}
-
-/// `matvec_t_acc` for columns `j..j + C`, their sums in registers.
-#[inline(always)]
-fn columns<const C: usize>(k: usize, a: &[f64], g: &[Cell<Lane>], d: &[Cell<Lane>], j: usize) {
-    let body = g.len() - g.len() % 4;
-    let mut acc: [Lane; C] = std::array::from_fn(|c| d[c].get());
-    for (block, gs) in g[..body].chunks_exact(4).enumerate() {
-        let gs: [Lane; 4] = std::array::from_fn(|r| gs[r].get());
-        // The block's four rows, each cut to the C columns once.
-        let rows: [&[f64]; 4] = std::array::from_fn(|r| &a[(4 * block + r) * k + j..][..C]);
-        for (c, acc) in acc.iter_mut().enumerate() {
-            let (s, r) = (*acc, [rows[0][c], rows[1][c], rows[2][c], rows[3][c]]);
-            *acc = lanewise!(|l| s[l] + (((gs[0][l] * r[0] + gs[1][l] * r[1]) + gs[2][l] * r[2]) + gs[3][l] * r[3]));
-        }
-    }
-    for (i, gi) in g.iter().enumerate().skip(body) {
-        let (gi, row) = (gi.get(), &a[i * k + j..][..C]);
-        for (acc, &aij) in acc.iter_mut().zip(row) {
-            let s = *acc;
-            *acc = lanewise!(|l| s[l] + gi[l] * aij);
-        }
-    }
-    d.iter().zip(acc).for_each(|(d, acc)| d.set(acc));
 }

@@ -24,6 +24,8 @@ use crate::fail;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod lane_kernels;
+#[cfg(not(target_arch = "wasm32"))]
+mod lane_products;
 mod adjoints;
 mod adopt;
 mod compact;
