@@ -44,10 +44,6 @@ pub(crate) use crate::core::widest::widest;
 pub struct Layout {
     pub value: Vec<usize>,
     pub adjoint: Vec<usize>,
-    /// Vectors that do not vary, read only by elementwise forward steps:
-    /// those read them from the plan's own arena, each element splatted
-    /// across the lanes, rather than from lanes written for them.
-    pub plain: Vec<bool>,
 }
 
 /// The lanes of a replay: every value, then every adjoint, each where

@@ -213,83 +213,18 @@ pub fn forward(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &
         }
         op => {
             let Some((f, k)) = Formula::of(op) else { unreachable!("a laned node's op has a lane kernel") };
-            let (a, b) = (node.parents[0] as usize, node.parents[node.parents.len() - 1] as usize);
-            // (As `operands` pairs them: a scalar broadcast, or one element per element.)
-            let source = |p: usize| match (nodes[p].shape != node.shape, layout.plain[p]) {
-                (true, _) => Source::Held,
-                (false, true) => Source::Splat,
-                (false, false) => Source::Each,
-            };
-            let lanes = |p: usize| &v[layout.value[p]..][..n];
-            let held = |p: usize| Held(v[layout.value[p]].get());
-            let splat = |p: usize| Splat(&uniform[nodes[p].range()][..n]);
-            match (source(a), source(b)) {
-                (Source::Each, Source::Each) => values(f, k, lanes(a), lanes(b), out),
-                (Source::Held, Source::Each) => values(f, k, held(a), lanes(b), out),
-                (Source::Each, Source::Held) => values(f, k, lanes(a), held(b), out),
-                (Source::Splat, Source::Each) => values(f, k, splat(a), lanes(b), out),
-                (Source::Each, Source::Splat) => values(f, k, lanes(a), splat(b), out),
-                (Source::Splat, Source::Held) => values(f, k, splat(a), held(b), out),
-                (Source::Held, Source::Splat) => values(f, k, held(a), splat(b), out),
-                _ => unreachable!("a laned elementwise node has an operand that varies"),
-            }
+            let (xa, xb, bc) = operands(nodes, node, &layout.value);
+            with_constant_steps!(bc, <X, Y> {
+                let (x, y) = (operand::<X>(v, xa, n), operand::<Y>(v, xb, n));
+                with_constant_formula!(f, |c| {
+                    each_index!(n, |e| {
+                        let (x, y) = (nth::<X>(x, e), nth::<Y>(y, e));
+                        out[e].set(lanewise!(|l| scalar::value(c, k, x[l], y[l])));
+                    })
+                })
+            })
         }
     }
-}
-
-/// Where an elementwise forward kernel reads an operand from.
-enum Source {
-    /// Lanes, one per element.
-    Each,
-    /// One lane, a broadcast scalar's.
-    Held,
-    /// The plan's own arena (`Layout::plain`).
-    Splat,
-}
-
-/// An operand's element `e`, lane by lane.
-trait Operand: Copy {
-    fn at(self, e: usize) -> Lane;
-}
-
-impl Operand for &[Cell<Lane>] {
-    #[inline(always)]
-    fn at(self, e: usize) -> Lane {
-        self[e].get()
-    }
-}
-
-/// A broadcast scalar's lane, read once.
-#[derive(Clone, Copy)]
-struct Held(Lane);
-
-impl Operand for Held {
-    #[inline(always)]
-    fn at(self, _: usize) -> Lane {
-        self.0
-    }
-}
-
-/// A vector that does not vary: each element the same in every lane.
-#[derive(Clone, Copy)]
-struct Splat<'a>(&'a [f64]);
-
-impl Operand for Splat<'_> {
-    #[inline(always)]
-    fn at(self, e: usize) -> Lane {
-        [self.0[e]; LANES]
-    }
-}
-
-/// An elementwise node's value from its operands, for every lane.
-#[inline(always)]
-fn values<X: Operand, Y: Operand>(f: Formula, k: f64, x: X, y: Y, out: &[Cell<Lane>]) {
-    with_constant_formula!(f, |c| {
-        each_index!(out.len(), |e| {
-            let (x, y) = (x.at(e), y.at(e));
-            out[e].set(lanewise!(|l| scalar::value(c, k, x[l], y[l])));
-        })
-    })
 }
 
 /// A laned node's adjoint accumulated into each parent that `takes` one,

@@ -243,14 +243,7 @@ impl Plan {
             }
         }
         let size = self.graph.values.len();
-        // Vectors that do not vary, read by elementwise forward steps alone.
-        let mut plain: Vec<bool> = (0..nodes.len()).map(|id| !varying[id] && nodes[id].shape.rank() == 1 && readers[id] > 0 && !read_back[id]).collect();
-        for &id in &forward {
-            if Formula::of(nodes[id].op).is_none() {
-                nodes[id].parents.iter().for_each(|&p| plain[p as usize] = false);
-            }
-        }
-        let mut layout = Layout { value: nodes.iter().map(|n| n.val).collect(), adjoint: nodes.iter().map(|n| size + n.val).collect(), plain };
+        let mut layout = Layout { value: nodes.iter().map(|n| n.val).collect(), adjoint: nodes.iter().map(|n| size + n.val).collect() };
         for &id in &forward {
             let node = &nodes[id];
             let mine = |p: &&u32| node.parents.iter().filter(|q| q == p).count();
@@ -288,9 +281,8 @@ impl Plan {
         }
         // The fixed values a lane step reads: scalars (scalar steps name them) and the vectors read.
         let shown = (0..nodes.len()).filter(|&id| !varying[id] && nodes[id].shape.rank() <= 1);
-        let shown = shown.filter(|&id| nodes[id].shape == Shape::Scalar || (readers[id] > 0 && !layout.plain[id]) || read_back[id]);
-        let shown = shown.map(|id| id as u32).collect();
-        (layout, shown)
+        let shown = shown.filter(|&id| nodes[id].shape == Shape::Scalar || readers[id] > 0 || read_back[id]);
+        (layout, shown.map(|id| id as u32).collect())
     }
 
     /// How many nodes' values and adjoints sit in the lanes of another node
