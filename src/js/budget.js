@@ -29,7 +29,7 @@ import { N } from './binding.js';
  * Past BUDGET bytes, each new plan releases plans not called in the last
  * RECENT calls, least recently called first, until the plans fit again or
  * it has released at least its own bytes and MOST_RELEASED plans; past
- * HARD_CAP, any but the one being called. "Least recently called" is a
+ * the hard cap (`hardCap`), any but the one being called. "Least recently called" is a
  * queue's order, in which a plan called since it was queued (beyond the
  * calls that follow its making) gets one more turn at the back. So a loop
  * that drops its plans stays near the budget, while a working set of plans
@@ -45,7 +45,19 @@ import { N } from './binding.js';
  * 32 (bench/churn.mjs, peaks).
  */
 export const BUDGET = 8 * 2 ** 20;
-const HARD_CAP = 256 * 2 ** 20;
+/**
+ * Past it, plans in use are released too: 256 MB, or what the entry sets
+ * (`setHardCap`: a quarter of the machine's memory for the native addon).
+ * A working set past it is rebuilt over and over: a GP at n = 1000 whose
+ * gradient and Hessian were called in turn, with plans and replicas of
+ * ~1 GB, rebuilt one on every call of the other (a gradient 38 → 400-720 ms).
+ */
+let hardCap = 256 * 2 ** 20;
+
+/** Raise the hard cap to `bytes` (never below 256 MB). */
+export function setHardCap(bytes) {
+  hardCap = Math.max(256 * 2 ** 20, bytes);
+}
 const RECENT = 64;
 const PER_PLAN = 2048;
 /** Plans one new plan releases at most, once it has released its own bytes. */
@@ -210,7 +222,7 @@ function releaseSome(keep) {
     // In use: called since it was queued, later than the calls that follow
     // a plan's making (which are not yet use).
     const inUse = h.used > h.queued + RECENT;
-    if (h === keep || (held <= HARD_CAP && (inUse || h.used >= tick - RECENT))) {
+    if (h === keep || (held <= hardCap && (inUse || h.used >= tick - RECENT))) {
       if (inUse) h.queued = tick;
       queue.push(h);
       if (++passed === MOST_PASSED || passed === queued) break;

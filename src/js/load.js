@@ -6,6 +6,8 @@
 // while it loads (Deno and Bun, like browsers, deliver them at once).
 
 import { createRequire } from 'node:module';
+import { totalmem } from 'node:os';
+import { setHardCap } from './budget.js';
 import { loadWasm } from './wasm.js';
 
 const require = createRequire(import.meta.url);
@@ -26,13 +28,29 @@ function advice() {
 
 export function nativeOrWasm() {
   if (wasmForced()) return loadWasm();
+  let native;
   try {
-    return require('../../binding.cjs');
+    native = require('../../binding.cjs');
   } catch {
     // napi-rs's own message is about npm's optional dependencies, which is
     // rarely the cause here; say what is.
     const platform = globalThis.process ? `${process.platform}-${process.arch}` : 'this platform';
     console.warn(`@tangent.to/grad: no native addon loads for ${platform}; using the WebAssembly build (${advice()}).`);
     return loadWasm();
+  }
+  // Native memory is the machine's, not a wasm32 memory's 4 GiB: plans in
+  // use may hold a quarter of it before they are rebuilt (budget.js).
+  const memory = machineMemory();
+  if (memory > 0) setHardCap(memory / 4);
+  return native;
+}
+
+/** The machine's memory in bytes; 0 where it may not be asked (Deno would prompt for it). */
+function machineMemory() {
+  try {
+    if (globalThis.Deno && Deno.permissions.querySync({ name: 'sys', kind: 'systemMemoryInfo' }).state !== 'granted') return 0;
+    return totalmem();
+  } catch {
+    return 0;
   }
 }
