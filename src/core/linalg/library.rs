@@ -34,6 +34,12 @@ const ADJOINT_FROM: usize = 100;
 /// faer's LU factorization from this order on.
 #[cfg(not(target_arch = "wasm32"))]
 const LU_FROM: usize = 50;
+/// faer's partially pivoted LU on several threads from this order on: its
+/// column panels run on one, so two threads gained nothing at n = 1000
+/// (15.2 ms against 15.2–15.8) and lost at 600 (3.5 against 5.6–8.1), and
+/// gained 1.1× at 1500, 1.25× at 2000 (2026-12-05).
+#[cfg(not(target_arch = "wasm32"))]
+const LU_PARALLEL_FROM: usize = 1200;
 /// faer's solves when both the order and the right-hand side's columns
 /// reach this (LU's transposed solves: the order alone).
 #[cfg(not(target_arch = "wasm32"))]
@@ -232,7 +238,8 @@ fn nalgebra_vector_solve(t: &[f64], n: usize, lower: bool, b: &[f64], x: &mut [f
 pub fn lu_factor(a: &[f64], n: usize, lu: &mut [f64], perm: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if let Some(amax) = (n >= LU_FROM).then(|| finite_max_abs(&a[..n * n])).flatten() {
-        faer(|| super::faer::lu_factor(a, n, lu, perm, par(n, n)));
+        let par = if n >= LU_PARALLEL_FROM { par(n, n) } else { SEQ };
+        faer(|| super::faer::lu_factor(a, n, lu, perm, par));
         let tol = n as f64 * f64::EPSILON * amax;
         return (0..n).all(|j| {
             let p = lu[j * n + j].abs();
