@@ -1,7 +1,7 @@
 //! Plans that take a graph as it is, without compacting a copy: a plan read
 //! from JSON that `toJSON` wrote, and a large trace with its values.
 
-use super::{lanes, Current, Passes, Plan, Slot};
+use super::{lanes, Passes, Plan, Slot};
 use crate::core::error::Result;
 use crate::core::graph::{post_order, Graph};
 use crate::core::op::Op;
@@ -22,7 +22,8 @@ impl Plan {
         let slot = |&id: &u32| Slot { shape: g.nodes[id as usize].shape, node: Some(id) };
         let params: Vec<Slot> = params.iter().map(slot).collect();
         let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
-        Ok(Plan::of_compact(g, root, &[], params, inputs, passes))
+        let moving = params.len();
+        Ok(Plan::of_compact(g, root, &[], params, inputs, moving, passes, false))
     }
 
     /// `adopt` of a trace's graph, whose values are those of a replay at
@@ -35,9 +36,8 @@ impl Plan {
         let slot = |&id: &u32| Slot { shape: g.nodes[id as usize].shape, node: Some(id) };
         let params: Vec<Slot> = params.iter().map(slot).collect();
         let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
-        let mut plan = Plan::of_compact(g, root, &[], params, inputs, Passes::default());
-        plan.current = Current(true);
-        Ok(plan)
+        let moving = params.len();
+        Ok(Plan::of_compact(g, root, &[], params, inputs, moving, Passes::default(), true))
     }
 
     /// Whether `adopt` takes `g` as it is.

@@ -3,7 +3,7 @@
 //! Jacobians and Hessians of `api::higher` run on them.
 
 use super::adjoints::{share_adjoints, sweep, SharedAdjoints};
-use super::{arena_ranges, carry_chains, run_steps, Passes, Plan, Slot, Step, SHARE_ADJOINTS_FROM};
+use super::{arena_ranges, run_steps, Passes, Plan, Slot, Step};
 use crate::core::error::Result;
 use crate::core::graph::{mark_needs, post_order, Graph, Node};
 use crate::core::op::Op;
@@ -63,25 +63,55 @@ pub(super) struct PrimalSweep {
     shared: Option<SharedAdjoints>,
 }
 
+/// The walk of a sweep from a tangent plan's primal root: its nodes in
+/// post-order, which need an adjoint (those that depend on a parameter),
+/// and the steps it sweeps, in sweep order.
+pub(super) struct PrimalWalk {
+    pub(super) order: Vec<u32>,
+    pub(super) needs: Vec<bool>,
+    pub(super) swept: Vec<u32>,
+}
+
+pub(super) fn primal_walk(nodes: &[Node], root: u32) -> PrimalWalk {
+    let order = post_order(nodes, root);
+    let mut needs = Vec::new();
+    mark_needs(nodes, &order, |n| n.op == Op::Leaf, &mut needs);
+    needs[root as usize] = true;
+    let swept = order.iter().rev().copied().filter(|&i| nodes[i as usize].op.is_pure() && needs[i as usize]).collect();
+    PrimalWalk { order, needs, swept }
+}
+
+/// Which nodes depend on the `moving` leaves (a tangent plan's tangents):
+/// those leaves, and the ops with such an operand.
+pub(super) fn varying(nodes: &[Node], moving: impl Iterator<Item = u32>) -> Vec<bool> {
+    let mut varies = vec![false; nodes.len()];
+    moving.for_each(|v| varies[v as usize] = true);
+    for (id, node) in nodes.iter().enumerate() {
+        if node.op.is_pure() && node.parents.iter().any(|&p| varies[p as usize]) {
+            varies[id] = true;
+        }
+    }
+    varies
+}
+
 impl PrimalSweep {
-    fn of(plan: &Plan) -> Option<PrimalSweep> {
+    /// Its adjoints of at least `from` values share blocks (`share_adjoints`).
+    fn of(plan: &Plan, from: usize) -> Option<PrimalSweep> {
         let &root = plan.outputs.first()?;
         if plan.region.is_some() {
             return None;
         }
         let nodes = &plan.graph.nodes;
-        let order = post_order(nodes, root);
-        let mut needs = Vec::new();
-        mark_needs(nodes, &order, |n| n.op == Op::Leaf, &mut needs);
-        needs[root as usize] = true;
+        let PrimalWalk { order, needs, swept } = primal_walk(nodes, root);
         let mut walked = vec![false; nodes.len()];
         for &id in &order {
             walked[id as usize] = true;
         }
-        let swept: Vec<u32> = order.iter().rev().copied().filter(|&i| nodes[i as usize].op.is_pure() && needs[i as usize]).collect();
         let steps = swept.iter().map(|&i| Step::of(nodes, i, &needs)).collect();
         let values = plan.graph.values.len();
-        let shared = plan.shared.as_ref().and_then(|_| share_adjoints(nodes, &swept, &needs, root, values, SHARE_ADJOINTS_FROM));
+        // (Also where the plan's own sweep shares none: a value laid out in
+        // a shared block has no adjoint of its own below `values`.)
+        let shared = share_adjoints(nodes, &swept, &needs, root, values, from);
         let in_block = |i: usize| shared.as_ref().is_some_and(|s| s.at[i] >= values);
         let clear = arena_ranges(nodes, |i| walked[i] && needs[i] && !in_block(i));
         Some(PrimalSweep { root, steps, needs, clear, shared })
@@ -129,6 +159,11 @@ impl Plan {
     /// inputs. With a scalar root, its gradient is H·v for the parameters
     /// and ∇f for the tangents: a Hessian-vector product.
     pub fn tangent_plan(&self) -> Result<Plan> {
+        self.tangent_plan_with(Passes::default())
+    }
+
+    /// `tangent_plan` built with `passes` (tests switch each off).
+    pub fn tangent_plan_with(&self, passes: Passes) -> Result<Plan> {
         let mut g = self.graph.skeleton()?;
         let leaf = |s: &Slot, op: Op, g: &mut Graph| match s.node {
             Some(id) => Ok(id),
@@ -154,30 +189,8 @@ impl Plan {
             Some(t) => t,
             None => g.leaf(Op::Const, self.root_shape(), &[])?,
         };
-        let mut plan = Plan::build_outputs(&g, &[t, self.root], &params, &inputs, Passes::default())?;
-        let nodes = &plan.graph.nodes;
-        let tangents: Vec<u32> = plan.params[self.params.len()..].iter().filter_map(|s| s.node).collect();
-        let mut moves = vec![false; nodes.len()];
-        for &v in &tangents {
-            moves[v as usize] = true;
-        }
-        let all: Vec<u32> = (0..nodes.len() as u32).collect();
-        mark_needs(nodes, &all, |_| false, &mut moves);
-        for &v in &tangents {
-            moves[v as usize] = true;
-        }
-        let mut varying_ids = Vec::new();
-        for &id in &all {
-            let node = &nodes[id as usize];
-            if node.op.is_pure() && node.parents.iter().any(|&p| moves[p as usize]) {
-                moves[id as usize] = true;
-                varying_ids.push(id);
-            }
-        }
-        let mut varying: Vec<Step> = varying_ids.iter().map(|&i| Step::of(nodes, i, &plan.needs)).collect();
-        carry_chains(&mut varying);
-        plan.varying = varying;
-        plan.primal = PrimalSweep::of(&plan);
+        let mut plan = Plan::build_outputs(&g, &[t, self.root], &params, &inputs, self.params.len(), passes)?;
+        plan.primal = PrimalSweep::of(&plan, passes.share_adjoints_from);
         if let Some(len) = plan.primal.as_ref().and_then(|p| p.shared.as_ref()).map(|s| s.len) {
             if plan.adj.0.len() < len {
                 plan.adj.0.resize(len, 0.0);

@@ -228,12 +228,15 @@ impl Plan {
     }
 
     pub fn build_with(src: &Graph, root: u32, params: &[u32], inputs: &[u32], passes: Passes) -> Result<Plan> {
-        Plan::build_outputs(src, &[root], params, inputs, passes)
+        Plan::build_outputs(src, &[root], params, inputs, params.len(), passes)
     }
 
     /// `build_with` of a plan that also keeps `roots[1..]`, whose values
     /// `output` gives after a replay; `roots[0]` is the root swept back from.
-    pub fn build_outputs(src: &Graph, roots: &[u32], params: &[u32], inputs: &[u32], passes: Passes) -> Result<Plan> {
+    /// The parameters from `params[moving..]` on (a tangent plan's
+    /// tangents) may change alone: what depends on them is the plan's
+    /// `varying` steps, which `forward_tangent` replays alone.
+    fn build_outputs(src: &Graph, roots: &[u32], params: &[u32], inputs: &[u32], moving: usize, passes: Passes) -> Result<Plan> {
         for &root in roots {
             src.node(root)?;
         }
@@ -262,11 +265,16 @@ impl Plan {
         let params: Vec<Slot> = params.iter().map(slot).collect();
         let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
         let roots = remap(&new_id, roots);
-        Ok(Plan::of_compact(g, roots[0], &roots[1..], params, inputs, passes))
+        Ok(Plan::of_compact(g, roots[0], &roots[1..], params, inputs, moving, passes, false))
     }
 
-    /// A plan of a compacted graph `g`, whose slots are given.
-    fn of_compact(mut g: Graph, root: u32, outputs: &[u32], params: Vec<Slot>, inputs: Vec<Slot>, passes: Passes) -> Plan {
+    /// A plan of a compacted graph `g`, whose slots are given, and whose
+    /// parameters from `params[moving..]` on may change alone
+    /// (`build_outputs`). With `current`, `g`'s values are those of a
+    /// replay at the values its leaves hold, and so are the plan's
+    /// (`adopt_current`); else its first replay computes them.
+    #[allow(clippy::too_many_arguments)]
+    fn of_compact(mut g: Graph, root: u32, outputs: &[u32], params: Vec<Slot>, inputs: Vec<Slot>, moving: usize, passes: Passes, current: bool) -> Plan {
         let all: Vec<u32> = (0..g.nodes.len() as u32).collect();
         let mut needs = if passes.skip_constant_adjoints {
             let mut needs = Vec::new();
@@ -289,11 +297,18 @@ impl Plan {
         let roots: Vec<u32> = std::iter::once(root).chain(outputs.iter().copied()).collect();
         let pure: Vec<u32> = post_order_all(&g.nodes, &roots).into_iter().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
         let swept: Vec<u32> = pure.iter().rev().copied().filter(|&i| needs[i as usize]).collect();
-        // A plan with outputs (a tangent plan) replays some steps alone
-        // (`forward_tangent`), on the values of an earlier replay: all kept.
-        let share_values = g.values.len() > passes.share_values_past && outputs.is_empty();
+        let varying = derived::varying(&g.nodes, params[moving..].iter().filter_map(|s| s.node));
         let from = passes.share_adjoints_from;
-        let blocks = if share_values { values::share_values(&mut g.nodes, &mut g.values, &pure, &swept, &needs, &[root], from) } else { None };
+        let blocks = if g.values.len() > passes.share_values_past {
+            // A tangent plan's values are read by two sweeps: from its
+            // root, and from its primal root (`PrimalSweep`).
+            let primal = outputs.first().map(|&r| derived::primal_walk(&g.nodes, r));
+            let mut sweeps = vec![(&swept[..], &needs[..])];
+            sweeps.extend(primal.as_ref().map(|p| (&p.swept[..], &p.needs[..])));
+            values::share_values(&mut g.nodes, &mut g.values, &pure, &sweeps, &roots, from, &varying, current)
+        } else {
+            None
+        };
         let kept = blocks.map(|b| b.0);
         let plain_layout = pure.windows(2).all(|w| w[0] < w[1]) && kept.is_none();
         let mut forward: Vec<Step> = pure.iter().map(|&i| Step::of(&g.nodes, i, &needs)).collect();
@@ -303,8 +318,10 @@ impl Plan {
         let mut shared = share_adjoints(&g.nodes, &swept, &needs, root, base, passes.share_adjoints_from);
         let in_block = |i: usize| shared.as_ref().is_some_and(|s| s.at[i] >= base);
         let clear = arena_ranges(&g.nodes, |i| needs[i] && !in_block(i));
+        // The adjoints' blocks may not lie over a tangent plan's values:
+        // `forward_tangent` replays on those a sweep would overwrite.
         let region = match (blocks, &mut shared) {
-            (Some((kept, end)), Some(s)) => {
+            (Some((kept, end)), Some(s)) if outputs.is_empty() => {
                 // The adjoints' blocks take turns with the values' (`values::Region`),
                 // over the pages the values held (an adopted trace's, resident).
                 g.values.resize(end.max(s.len), 0.0);
@@ -322,9 +339,11 @@ impl Plan {
         g.values.shrink_to_fit();
         g.aux.shrink_to_fit();
         let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
+        let mut varying: Vec<Step> = pure.iter().filter(|&&i| varying[i as usize]).map(|&i| Step::of(&g.nodes, i, &needs)).collect();
+        carry_chains(&mut varying);
         let outputs = outputs.to_vec();
-        let current = Current(false);
-        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying: Vec::new(), primal: None, names: None, current, plain_layout, colors: Default::default() }
+        let current = Current(current);
+        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying, primal: None, names: None, current, plain_layout, colors: Default::default() }
     }
 
     pub fn params(&self) -> &[Slot] {

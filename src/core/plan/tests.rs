@@ -89,3 +89,33 @@ fn a_replica_copies_leaves_and_replays_alike() {
     let mut replica = replica;
     assert_eq!(run(&mut replica), original);
 }
+
+/// In a tangent plan, a value that does not depend on the tangents but that
+/// a step depending on them reads keeps a range of its own even where no
+/// sweep reads it: `forward_tangent` replays that step alone, on the value
+/// the full replay left, after a later value would have taken its block.
+#[test]
+fn a_value_that_a_varying_step_reads_keeps_its_own_range() {
+    let shape = Shape::Matrix(4, 4);
+    let mut g = Graph::default();
+    let x = g.leaf(Op::Leaf, shape, &[0.5; 16]).unwrap();
+    let v = g.leaf(Op::Leaf, shape, &[1.0; 16]).unwrap();
+    let a = g.op(Op::Exp, &[x], true).unwrap();
+    let b = g.op(Op::Mul, &[a, v], true).unwrap();
+    let c = g.op(Op::Neg, &[b], true).unwrap();
+    let root = g.op(Op::Sum, &[c], true).unwrap();
+    let forward = [a, b, c, root];
+    let varying: Vec<bool> = (0..g.nodes.len() as u32).map(|i| [v, b, c, root].contains(&i)).collect();
+    let layout = |varying: &[bool]| {
+        let (mut nodes, mut values) = (g.nodes.clone(), g.values.clone());
+        values::share_values(&mut nodes, &mut values, &forward, &[], &[root], 2, varying, false).unwrap();
+        nodes.iter().map(|n| n.val).collect::<Vec<_>>()
+    };
+    // Nothing moves: a's block passes to c once b has read a.
+    let still = layout(&vec![false; g.nodes.len()]);
+    assert_eq!(still[a as usize], still[c as usize]);
+    // v moves: b reads a in every replay of the tangent alone.
+    let moving = layout(&varying);
+    assert_ne!(moving[a as usize], moving[c as usize]);
+    assert!(moving[a as usize] < moving[b as usize].min(moving[c as usize]), "a is laid out below the blocks");
+}

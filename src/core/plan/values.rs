@@ -45,18 +45,31 @@ fn reads_in_sweep(nodes: &[Node], id: u32, needs: &[bool], read: &mut [bool]) {
 }
 
 /// Lay out the values of the op nodes of at least `from` values that no
-/// sweep step reads and that are not `kept` (the root, the outputs) in
-/// shared blocks, given the forward steps' nodes `forward` and the sweep's
-/// `swept`: every other value keeps its contents, moved down in the order
-/// of its offset, and the blocks follow them. Returns where the blocks
-/// begin and end, if any value was laid out in one (the arena past them is
-/// left to the caller, which lays the adjoints' blocks over them).
-pub(super) fn share_values(nodes: &mut [Node], values: &mut [f64], forward: &[u32], swept: &[u32], needs: &[bool], kept: &[u32], from: usize) -> Option<(usize, usize)> {
+/// step of any of the `sweeps` (each its steps' nodes and which need an
+/// adjoint) reads and that are not `kept` (the root, the outputs) in
+/// shared blocks, given the forward steps' nodes `forward`: every other
+/// value keeps its contents, moved down in the order of its offset, and the
+/// blocks follow them. In a tangent plan, whose steps that depend on the
+/// tangents (`varying`) also replay alone, a value that does not depend on
+/// them shares only if none of those steps reads it (each such replay
+/// writes the blocks again). Returns where the blocks begin and end, if any
+/// value was laid out in one (the arena past them is left to the caller,
+/// which lays the adjoints' blocks over them). Only the leaves' values move
+/// unless the ops' are `current` (a replay's, kept): else the first replay
+/// writes them, and a derived plan's, never computed, are zeros whose pages
+/// a move would make resident (a GP Hessian's at n = 200: 7 MB).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn share_values(nodes: &mut [Node], values: &mut [f64], forward: &[u32], sweeps: &[(&[u32], &[bool])], kept: &[u32], from: usize, varying: &[bool], current: bool) -> Option<(usize, usize)> {
     let mut read = vec![false; nodes.len()];
-    for &id in swept {
-        reads_in_sweep(nodes, id, needs, &mut read);
+    for &(swept, needs) in sweeps {
+        for &id in swept {
+            reads_in_sweep(nodes, id, needs, &mut read);
+        }
     }
     kept.iter().for_each(|&k| read[k as usize] = true);
+    for &id in forward.iter().filter(|&&id| varying[id as usize]) {
+        nodes[id as usize].parents.iter().filter(|&&p| !varying[p as usize]).for_each(|&p| read[p as usize] = true);
+    }
     let shares = |i: usize| {
         let n = &nodes[i];
         !read[i] && n.op.is_pure() && n.shape != Shape::Scalar && n.shape.size() >= from
@@ -86,7 +99,9 @@ pub(super) fn share_values(nodes: &mut [Node], values: &mut [f64], forward: &[u3
         let node = &mut nodes[i as usize];
         let size = node.shape.size();
         if node.val != len {
-            values.copy_within(node.val..node.val + size, len);
+            if current || node.op.is_leaf() {
+                values.copy_within(node.val..node.val + size, len);
+            }
             node.val = len;
         }
         len += size;
