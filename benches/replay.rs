@@ -192,9 +192,9 @@ fn bench(c: &mut Criterion) {
     group.finish();
 
     // The 15×15 Hessian as `c.hessian` computes it: the tangent plan's
-    // gradients at (x, eⱼ), in lanes, on one thread and on a pool.
+    // gradients at (x, eⱼ), in lanes, on a pool. (Not on the caller's own
+    // plan, `Replicas::Own`, which makes its lanes anew every call.)
     let tangent = plan.tangent_plan().expect("tangent plan");
-    let mut own = tangent.clone();
     let pool = Pool::new(&tangent);
     let point: Vec<f64> = std::iter::once(intercept).chain(beta.iter().copied()).chain([log_sigma]).collect();
     let mut rows = vec![0.0; (P + 2) * (P + 2)];
@@ -203,9 +203,6 @@ fn bench(c: &mut Criterion) {
     units(Replicas::Pool(&pool), &point, &[], &mut rows, Some(&mut primal)).expect("units");
     check_hessian(&rows, &x, &y);
     let mut group = c.benchmark_group("regression Hessian");
-    group.bench_function("one thread", |b| {
-        b.iter(|| units(Replicas::Own(&mut own), black_box(&point), &[], &mut rows, Some(&mut primal)).expect("units"))
-    });
     group.bench_function("pool", |b| b.iter(|| units(Replicas::Pool(&pool), black_box(&point), &[], &mut rows, Some(&mut primal)).expect("units")));
     group.finish();
 }
