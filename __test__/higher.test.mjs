@@ -1016,6 +1016,9 @@ describe('5. eager, compiled and rebuilt plans agree bit for bit, also in a Work
       return { x, v: randomLike(rng, x) };
     }],
     ['BENCH gp, n = 20', gp(G, gpData(20)), () => ({ x: gpParams(), v: { l: 0.3, v: -1.1 } })],
+    // Past the lanes' size, the tangent plan lays out its values by
+    // liveness (src/core/plan/values.rs): what no sweep reads shares blocks.
+    ['BENCH gp, n = 120', gp(G, gpData(120)), () => ({ x: gpParams(), v: { l: -0.7, v: 0.4 } })],
     ['BENCH mlp (tensor parameters, inputs)', mlp(G), () => {
       const { params, batch } = mlpSetup(G);
       return { x: params, v: mlpDirection(G), ins: batch, noHessian: true };
