@@ -47,7 +47,8 @@ import { N } from './binding.js';
 export const BUDGET = 8 * 2 ** 20;
 /**
  * Past it, plans in use are released too: 256 MB, or what the entry sets
- * (`setHardCap`: a quarter of the machine's memory for the native addon).
+ * (`setHardCap`: a quarter of the machine's memory, or of a container's
+ * limit below it, for the native addon).
  * A working set past it is rebuilt over and over: a GP at n = 1000 whose
  * gradient and Hessian were called in turn, with plans and replicas of
  * ~1 GB, rebuilt one on every call of the other (a gradient 38 → 400-720 ms).

@@ -45,11 +45,16 @@ export function nativeOrWasm() {
   return native;
 }
 
-/** The machine's memory in bytes; 0 where it may not be asked (Deno would prompt for it). */
+/**
+ * The memory the process may use in bytes: the machine's, or a container's
+ * limit below it (cgroups); 0 where it may not be asked (Deno would prompt).
+ */
 function machineMemory() {
   try {
     if (globalThis.Deno && Deno.permissions.querySync({ name: 'sys', kind: 'systemMemoryInfo' }).state !== 'granted') return 0;
-    return totalmem();
+    const total = totalmem();
+    const limit = globalThis.process?.constrainedMemory?.() ?? 0;
+    return limit > 0 && limit < total ? limit : total;
   } catch {
     return 0;
   }
