@@ -120,6 +120,9 @@ fn the_package_gives_the_same_bits_at_any_cap() {
         a[i * n + i] += 1.0;
     }
     let b = r.fill(n * n);
+    // LU takes several threads only from order 1200 (library::LU_PARALLEL_FROM).
+    let big = 1201;
+    let g = r.fill(big * big);
     let run = || {
         let mut l = vec![0.0; n * n];
         linalg::cholesky(&a, n, &mut l).unwrap();
@@ -138,6 +141,8 @@ fn the_package_gives_the_same_bits_at_any_cap() {
         linalg::lu_solve_transpose(&lu, &perm, n, &a[..n], 1, &mut yv);
         let mut xv = vec![0.0; n];
         linalg::lu_solve(&lu, &perm, n, &a[..n], 1, &mut xv);
+        let (mut big_lu, mut big_perm) = (vec![0.0; big * big], vec![0.0; big]);
+        linalg::lu_factor(&g, big, &mut big_lu, &mut big_perm).unwrap();
         vec![
             ("cholesky", l),
             ("cholesky_adjoint", abar),
@@ -146,6 +151,8 @@ fn the_package_gives_the_same_bits_at_any_cap() {
             ("lu_solve_transpose", y),
             ("lu_solve_transpose, one column", yv),
             ("lu_solve, one column", xv),
+            ("lu_factor, order 1201", big_lu),
+            ("lu_factor permutation, order 1201", big_perm),
         ]
     };
     let machine = threads::set_threads(0);

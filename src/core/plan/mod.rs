@@ -297,7 +297,7 @@ impl Plan {
         let roots: Vec<u32> = std::iter::once(root).chain(outputs.iter().copied()).collect();
         let pure: Vec<u32> = post_order_all(&g.nodes, &roots).into_iter().filter(|&i| g.nodes[i as usize].op.is_pure()).collect();
         let swept: Vec<u32> = pure.iter().rev().copied().filter(|&i| needs[i as usize]).collect();
-        let varying = derived::varying(&g.nodes, params[moving..].iter().filter_map(|s| s.node));
+        let varies = derived::varying(&g.nodes, params[moving..].iter().filter_map(|s| s.node));
         let from = passes.share_adjoints_from;
         let blocks = if g.values.len() > passes.share_values_past {
             // A tangent plan's values are read by two sweeps: from its
@@ -305,7 +305,7 @@ impl Plan {
             let primal = outputs.first().map(|&r| derived::primal_walk(&g.nodes, r));
             let mut sweeps = vec![(&swept[..], &needs[..])];
             sweeps.extend(primal.as_ref().map(|p| (&p.swept[..], &p.needs[..])));
-            values::share_values(&mut g.nodes, &mut g.values, &pure, &sweeps, &roots, from, &varying, current)
+            values::share_values(&mut g.nodes, &mut g.values, &pure, &sweeps, &roots, from, &varies, current)
         } else {
             None
         };
@@ -339,7 +339,7 @@ impl Plan {
         g.values.shrink_to_fit();
         g.aux.shrink_to_fit();
         let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
-        let mut varying: Vec<Step> = pure.iter().filter(|&&i| varying[i as usize]).map(|&i| Step::of(&g.nodes, i, &needs)).collect();
+        let mut varying: Vec<Step> = pure.iter().filter(|&&i| varies[i as usize]).map(|&i| Step::of(&g.nodes, i, &needs)).collect();
         carry_chains(&mut varying);
         let outputs = outputs.to_vec();
         let current = Current(current);
