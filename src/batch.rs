@@ -376,8 +376,9 @@ impl Replicas<'_> {
 /// `threads` threads (0: the machine's available parallelism; always one
 /// with `Replicas::Own`). Every point holds the same values in the first
 /// `same_slots` parameter slots (`units`; 0 otherwise), and then only the
-/// gradients over those slots are wanted: the others' may be left
-/// unwritten. On failure, the error of the lowest failing point.
+/// gradients over those slots are wanted: the values and the others'
+/// gradients may be left unwritten. On failure, the error of the lowest
+/// failing point.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     replicas: Replicas,

@@ -31,6 +31,7 @@ mod adopt;
 mod compact;
 mod derived;
 mod lane_base;
+mod lane_layout;
 mod lanes;
 mod lane_uniform;
 mod values;
