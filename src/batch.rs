@@ -42,8 +42,13 @@ const MAX_IDLE: usize = 16;
 /// more thread. A kept thread still spinning from the last call takes its
 /// share within microseconds and is waited for by spinning (workers.rs);
 /// one asleep costs tens of microseconds, and up to a scheduler time slice
-/// on a busy machine. (The regression's 15×15 Hessian, 15 points of
-/// ~1.7 µs: 37 µs on one thread, 26 µs on two.)
+/// on a busy machine. A batch is worth this many threads rounded to the
+/// nearest, not down: each thread's own set-up (a Hessian's lanes at x)
+/// counts as work, so a batch measures more on two threads than on one,
+/// and with the floor a batch worth two threads settled on one after any
+/// call that ran on one. (The regression's 15×15 Hessian: 20 µs of work
+/// on one thread, 24 on two; 18–24 µs per call under the floor, as the
+/// first calls fell, and ~16 µs on two.)
 const WORK_PER_THREAD_NS: u64 = 12_000;
 
 /// A failed batch: the error, and the index of the first point that failed
@@ -419,7 +424,7 @@ fn run_into(
         Replicas::Pool(pool) => {
             // No more threads than the work pays for, judged by the last batch.
             let point_ns = pool.point_ns.load(Ordering::Relaxed);
-            let worth = if point_ns == 0 { usize::MAX } else { (point_ns.saturating_mul(k as u64) / WORK_PER_THREAD_NS) as usize };
+            let worth = if point_ns == 0 { usize::MAX } else { (point_ns.saturating_mul(k as u64).saturating_add(WORK_PER_THREAD_NS / 2) / WORK_PER_THREAD_NS) as usize };
             (threads_for(plan, threads, k).min(worth.max(1)), pool.group)
         }
     };
