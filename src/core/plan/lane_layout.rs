@@ -9,17 +9,17 @@ use crate::core::op::Op;
 use crate::core::shape::Shape;
 
 /// No first term written whole.
-pub(super) const NO_TERM: Term = (u32::MAX, u32::MAX);
+const NO_TERM: Term = (u32::MAX, u32::MAX);
 
 impl Plan {
     /// `Lanes::layout`. A vector computed elementwise from an operand of
-    /// its shape takes over that operand's lanes, if the operand varies, no
-    /// other step reads it, and the backward sweep never reads its value;
-    /// a vector's adjoint passed on element by element to its one operand
-    /// that takes one, written there first, becomes that operand's
-    /// adjoint where it lies; and where such a chain of adjoints starts, it
-    /// lies in the node's value lanes, if no backward step reads what the
-    /// forward sweep left there. So a chain of elementwise steps works in
+    /// its shape takes over that operand's lanes, if the operand runs in
+    /// lanes (`lane_steps`), no other step reads it, and the backward sweep
+    /// never reads its value; a vector's adjoint passed on element by
+    /// element to its one operand that takes one, written there first,
+    /// becomes that operand's adjoint where it lies; and where such a chain
+    /// of adjoints starts, it lies in the node's value lanes, if no
+    /// backward step reads what the forward sweep left there. So a chain of elementwise steps works in
     /// one set of lanes, which stays in the cache, instead of each step
     /// writing lanes of its own. (Scalars keep their places: scalar steps
     /// name them.)
