@@ -117,10 +117,7 @@ impl Plan {
     /// vary are written into every lane when the lanes are made.
     pub(super) fn lane_steps(&self, varying: &[bool], read_back: &[bool], uniform: &Uniform, root: bool) -> (Vec<bool>, Vec<Step>) {
         let nodes = &self.graph.nodes;
-        let mut node_at = vec![u32::MAX; self.graph.values.len()];
-        for (id, node) in nodes.iter().enumerate().filter(|(_, n)| n.shape == Shape::Scalar) {
-            node_at[node.val] = id as u32;
-        }
+        let node_at = self.scalar_nodes();
         let id_of = |step: &Step| match *step {
             Step::Node(id) => id as usize,
             Step::Scalar(s) => node_at[s.out as usize] as usize,
@@ -153,6 +150,16 @@ impl Plan {
         let run: Vec<bool> = (0..nodes.len()).map(|id| read[id] && varying[id]).collect();
         let steps = self.forward.iter().filter(|s| run[id_of(s)]).copied().collect();
         (run, steps)
+    }
+
+    /// Per arena offset, the scalar node whose value lies there
+    /// (`u32::MAX` elsewhere): scalar steps name their operands by offset.
+    pub(super) fn scalar_nodes(&self) -> Vec<u32> {
+        let mut node_at = vec![u32::MAX; self.graph.values.len()];
+        for (id, node) in self.graph.nodes.iter().enumerate().filter(|(_, n)| n.shape == Shape::Scalar) {
+            node_at[node.val] = id as u32;
+        }
+        node_at
     }
 
     /// `Lanes::first` and `Lanes::clear`: which term of the backward sweep

@@ -16,7 +16,6 @@ use super::{arena_ranges, Plan, Step};
 use crate::core::graph::{propagate, Node};
 use crate::core::kernels::scalar::{self, Formula};
 use crate::core::op::Op;
-use crate::core::shape::Shape;
 use std::cell::Cell;
 
 /// Which swept adjoints are the same in every lane, and how to make them.
@@ -72,10 +71,7 @@ impl Plan {
             None if fixed > 0 => swept.to_vec(),
             _ => vec![false; nodes.len()],
         };
-        let mut node_at = vec![u32::MAX; size];
-        for (id, node) in nodes.iter().enumerate().filter(|(_, n)| n.shape == Shape::Scalar) {
-            node_at[node.val] = id as u32;
-        }
+        let node_at = self.scalar_nodes();
         // A scalar step's node and its operands': whether each takes a
         // term, and whether that term reads a value that varies.
         let scalar_parents = |s: &super::ScalarStep| {
