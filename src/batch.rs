@@ -105,14 +105,16 @@ impl Pool {
 
     /// A replica no other thread uses: the one this thread used last if it
     /// is idle, whose arenas (and lane arenas) this thread last wrote.
+    /// A new replica is copied outside the lock, so that threads starting
+    /// a batch together copy (and fault in) theirs at the same time.
     fn take(&self) -> Replica {
         let me = std::thread::current().id();
-        let mut idle = lock(&self.idle);
-        let mine = idle.iter().rposition(|(t, _)| *t == me).or(idle.len().checked_sub(1));
-        match mine {
-            Some(i) => idle.remove(i).1,
-            None => Replica { plan: self.template.clone(), lanes: None },
-        }
+        let reused = {
+            let mut idle = lock(&self.idle);
+            let mine = idle.iter().rposition(|(t, _)| *t == me).or(idle.len().checked_sub(1));
+            mine.map(|i| idle.remove(i).1)
+        };
+        reused.unwrap_or_else(|| Replica { plan: self.template.clone(), lanes: None })
     }
 
     fn give(&self, p: Replica) {
