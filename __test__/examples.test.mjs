@@ -113,3 +113,21 @@ test('newton-ode.mjs: Newton with the exact Jacobian reaches the steady state, a
   const top = numberAfter(out, 'max u =');
   assert.ok(top > 0.9 && top < 1.1, `max u = ${top}`);
 });
+
+test('laplace.mjs: Newton reaches the mode at every length scale, and the Hessian agrees with its closed form', () => {
+  const out = runExample('laplace.mjs');
+  // One row per length scale of the grid: l, Newton steps, |∇Ψ| at the mode, a finite log evidence.
+  const rows = out.split('\n').filter((l) => /^\s+\d+\.\d{2}\s+\d+\s+\S+\s+-\d+\.\d{4}$/.test(l));
+  assert.equal(rows.length, 5, out);
+  for (const row of rows) {
+    const [, steps, grad] = row.trim().split(/\s+/).map(Number);
+    assert.ok(steps >= 1 && steps <= 20 && grad < 1e-8, `Newton did not converge: ${row}`);
+  }
+  // Ψ is concave and K is well conditioned (jitter 1e-3): the closed form is good to ~1e-12.
+  assert.ok(numberAfter(out, 'closed form −K⁻¹ − diag\\(π\\(1 − π\\)\\):') < 1e-10, out);
+  assert.ok(numberAfter(out, 'central differences of the gradient:') < 1e-6, out);
+  assert.ok(numberAfter(out, 'hvp vs hessian·v:') < 1e-12, out);
+  // The chosen length scale is the grid's highest evidence.
+  const best = rows.map((r) => r.trim().split(/\s+/).map(Number)).reduce((a, b) => (b[3] > a[3] ? b : a));
+  assert.equal(numberAfter(out, 'chosen length scale:'), best[0], out);
+});
