@@ -241,7 +241,23 @@ fn plans_with_other_ops_or_matrix_parameters_are_not_replayed_in_lanes() {
     let l = g.leaf(Op::Const, Shape::Matrix(4, 4), &[1.0; 16]).unwrap();
     let t = g.op(Op::TriangularSolve { lower: true }, &[l, v], false).unwrap();
     let root = g.op(Op::Sum, &[t], false).unwrap();
-    assert!(Plan::build(&g, root, &[v], &[]).unwrap().lanes(None, 0, true).is_none(), "a solve has no lane kernel");
+    let mut plan = Plan::build(&g, root, &[v], &[]).unwrap();
+    assert!(plan.lanes(None, 0, true).is_none(), "a solve has no lane kernel");
+    assert!(plan.lanes(None, 0, true).is_none(), "asked again (the refusal is remembered)");
+    // A refusal stands for the slots it was asked with, not for others:
+    // a matrix that depends on slot 0 times a vector has a lane kernel
+    // forward only while slot 0 is fixed (a forward Jacobian's lanes).
+    let mut g = Graph::default();
+    let (a, v) = (g.leaf(Op::Leaf, Shape::Scalar, &[]).unwrap(), g.leaf(Op::Leaf, Shape::Vector(2), &[]).unwrap());
+    let m = g.leaf(Op::Const, Shape::Matrix(2, 2), &[1.0, 2.0, 3.0, 4.0]).unwrap();
+    let am = g.op(Op::Mul, &[a, m], false).unwrap();
+    let amv = g.op(Op::Matmul, &[am, v], false).unwrap();
+    let root = g.op(Op::Sum, &[amv], false).unwrap();
+    let mut plan = Plan::build(&g, root, &[a, v], &[]).unwrap();
+    for _ in 0..2 {
+        assert!(plan.lanes(None, 0, false).is_none(), "the matrix varies");
+        assert!(plan.lanes(None, 1, false).is_some(), "the matrix is fixed");
+    }
     // What does not depend on a parameter may be any op: it runs once.
     let mut g = Graph::default();
     let v = g.leaf(Op::Leaf, Shape::Vector(2), &[]).unwrap();
@@ -254,6 +270,8 @@ fn plans_with_other_ops_or_matrix_parameters_are_not_replayed_in_lanes() {
     assert!(plan.lanes(None, 0, true).is_some(), "a Cholesky factor of an input");
     plan.set(1, &[1.0, 2.0, 2.0, 1.0]).unwrap();
     assert!(plan.lanes(None, 0, true).is_none(), "one that fails leaves each point to fail on its own");
+    plan.set(1, &[4.0, 2.0, 2.0, 3.0]).unwrap();
+    assert!(plan.lanes(None, 0, true).is_some(), "a failure on values is not remembered");
 }
 
 /// A tangent plan's Jacobian column by column (`Plan::forward_tangent`

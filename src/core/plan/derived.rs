@@ -41,6 +41,7 @@ impl Clone for Plan {
             current: self.current.clone(),
             plain_layout: self.plain_layout,
             colors: self.colors.clone(),
+            lanes_refused: self.lanes_refused,
         }
     }
 }

@@ -119,7 +119,15 @@ impl Plan {
         let size = self.graph.values.len();
         let mut lanes = match reuse {
             Some(l) if l.arena.len() == 2 * size && l.varying.len() == self.graph.nodes.len() && l.fixed == fixed && l.sweep == sweep => l,
-            _ => self.new_lanes(fixed, sweep)?,
+            // A plan's values only grow, so a refusal stands.
+            _ if self.lanes_refused == Some((fixed, sweep)) => return None,
+            _ => match self.new_lanes(fixed, sweep) {
+                Some(l) => l,
+                None => {
+                    self.lanes_refused = Some((fixed, sweep));
+                    return None;
+                }
+            },
         };
         let nodes = &self.graph.nodes;
         lanes.finite.iter_mut().zip(nodes).filter(|(_, n)| n.op != Op::Const).for_each(|(f, _)| _ = f.take());

@@ -205,6 +205,10 @@ pub struct Plan {
     plain_layout: bool,
     /// A tangent plan's Jacobian columns by color (`column_colors`), once asked for.
     colors: std::sync::OnceLock<Option<std::sync::Arc<crate::core::pattern::Colors>>>,
+    /// The `(fixed, sweep)` lanes were last refused for by the plan's
+    /// structure (`lanes`): a batch asks every call, and finding out again
+    /// took a small plan 3–4 µs a thread (a SEM's Hessian, 5% of it).
+    lanes_refused: Option<(usize, bool)>,
 }
 
 /// Whether the arena holds the values a forward replay at the arguments
@@ -344,7 +348,7 @@ impl Plan {
         carry_chains(&mut varying);
         let outputs = outputs.to_vec();
         let current = Current(current);
-        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying, primal: None, names: None, current, plain_layout, colors: Default::default() }
+        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying, primal: None, names: None, current, plain_layout, colors: Default::default(), lanes_refused: None }
     }
 
     pub fn params(&self) -> &[Slot] {
