@@ -2,7 +2,8 @@
 //! (src/core/plan/lanes.rs). Random programs of every op that has a lane
 //! kernel (elementwise ops with broadcast scalars, sum, mean, dot, slices,
 //! reshapes and concatenations of scalars and vectors, a constant or input
-//! matrix times a vector) are replayed that way and one
+//! matrix times a vector, a triangular solve of a constant matrix and a
+//! vector) are replayed that way and one
 //! point at a time: every value and gradient must be the same bits (a NaN
 //! only needs to be a NaN: which operand's NaN an instruction keeps is the
 //! compiler's choice in either replay). Half of each program's steps take
@@ -45,6 +46,9 @@ fn program(seed: u64, n: usize, m: usize) -> Plan {
     let y = g.leaf(Op::Input, Shape::Vector(m), &[]).unwrap();
     let square: Vec<f64> = (0..n * n).map(|_| r.normal()).collect();
     let a = g.leaf(Op::Const, Shape::Matrix(n, n), &square).unwrap();
+    // For triangular solves: pivots away from zero, so that a chain of solves stays finite.
+    let tri: Vec<f64> = (0..n * n).map(|i| if i % (n + 1) == 0 { 1.5 + r.normal().abs() } else { 0.3 * r.normal() }).collect();
+    let tri = g.leaf(Op::Const, Shape::Matrix(n, n), &tri).unwrap();
     let c = g.leaf(Op::Const, Shape::Scalar, &[0.5 + r.normal().abs()]).unwrap();
     let cv: Vec<f64> = (0..n).map(|_| r.normal()).collect();
     let cv = g.leaf(Op::Const, Shape::Vector(n), &cv).unwrap();
@@ -55,7 +59,7 @@ fn program(seed: u64, n: usize, m: usize) -> Plan {
     let mut last = v;
     for _ in 0..24 {
         let (p, shape) = if r.below(2) == 0 { (last, g.nodes[last as usize].shape) } else { pool[r.below(pool.len())] };
-        let (op, parents) = match r.below(12) {
+        let (op, parents) = match r.below(13) {
             0 | 1 => (unary[r.below(unary.len())], vec![p]),
             2 => (Op::Pow(Exponent::new([2.0, 0.5, -1.0, 3.0][r.below(4)])), vec![p]),
             3..=5 => {
@@ -89,6 +93,7 @@ fn program(seed: u64, n: usize, m: usize) -> Plan {
                 let (q, _) = pool[r.below(pool.len())];
                 (Op::Concat { axis: 0 }, vec![p, q, p])
             }
+            12 if shape == Shape::Vector(n) => (Op::TriangularSolve { lower: r.below(2) == 0 }, vec![tri, p]),
             _ => (Op::Neg, vec![p]),
         };
         let id = g.op(op, &parents, false).unwrap();
@@ -236,13 +241,28 @@ fn plans_with_other_ops_or_matrix_parameters_are_not_replayed_in_lanes() {
     let w = g.leaf(Op::Leaf, Shape::Matrix(2, 2), &[]).unwrap();
     let root = g.op(Op::Sum, &[w], false).unwrap();
     assert!(Plan::build(&g, root, &[w], &[]).unwrap().lanes(None, 0, true).is_none(), "a matrix parameter");
+    // A solve of a matrix that does not vary has a lane kernel, nalgebra's
+    // substitution, unless a pivot is zero (then the kernels differ).
+    let solve = |matrix: &[f64]| {
+        let mut g = Graph::default();
+        let v = g.leaf(Op::Leaf, Shape::Vector(4), &[]).unwrap();
+        let l = g.leaf(Op::Const, Shape::Matrix(4, 4), matrix).unwrap();
+        let t = g.op(Op::TriangularSolve { lower: true }, &[l, v], false).unwrap();
+        let root = g.op(Op::Sum, &[t], false).unwrap();
+        Plan::build(&g, root, &[v], &[]).unwrap()
+    };
+    assert!(solve(&[1.0; 16]).lanes(None, 0, true).is_some(), "a solve of a constant matrix");
+    let mut pivot = [1.0; 16];
+    pivot[5] = 0.0;
+    assert!(solve(&pivot).lanes(None, 0, true).is_none(), "a zero pivot");
     let mut g = Graph::default();
-    let v = g.leaf(Op::Leaf, Shape::Vector(4), &[]).unwrap();
+    let (v, c) = (g.leaf(Op::Leaf, Shape::Vector(4), &[]).unwrap(), g.leaf(Op::Leaf, Shape::Scalar, &[]).unwrap());
     let l = g.leaf(Op::Const, Shape::Matrix(4, 4), &[1.0; 16]).unwrap();
-    let t = g.op(Op::TriangularSolve { lower: true }, &[l, v], false).unwrap();
+    let cl = g.op(Op::Mul, &[c, l], false).unwrap();
+    let t = g.op(Op::TriangularSolve { lower: true }, &[cl, v], false).unwrap();
     let root = g.op(Op::Sum, &[t], false).unwrap();
-    let mut plan = Plan::build(&g, root, &[v], &[]).unwrap();
-    assert!(plan.lanes(None, 0, true).is_none(), "a solve has no lane kernel");
+    let mut plan = Plan::build(&g, root, &[v, c], &[]).unwrap();
+    assert!(plan.lanes(None, 0, true).is_none(), "a solve of a matrix that varies");
     assert!(plan.lanes(None, 0, true).is_none(), "asked again (the refusal is remembered)");
     // A refusal stands for the slots it was asked with, not for others:
     // a matrix that depends on slot 0 times a vector has a lane kernel

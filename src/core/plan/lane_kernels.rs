@@ -24,7 +24,7 @@ use super::super::kernels::scalar::{self, with_constant_formula, Formula};
 use super::super::op::{Broadcast, Op};
 use super::super::shape::Shape;
 use super::lane_base::{lanewise, Lane, Layout, Term, LANES};
-use super::lane_products::{columns_of, every_finite, matvec, matvec_t_acc, one_per_lane};
+use super::lane_products::{columns_of, every_finite, matvec, matvec_t_acc, one_per_lane, solve, solve_transposed};
 use std::cell::{Cell, OnceCell};
 
 /// `$body` for each `$e` in `0..$n`, by index, two at a time. By index,
@@ -90,8 +90,9 @@ fn sum_by(n: usize, f: impl Fn(usize) -> Lane) -> Lane {
 /// Whether a node that differs from point to point can be replayed in
 /// lanes: a scalar or vector made by an elementwise op, a sum or mean, a
 /// dot, a slice, reshape or concatenation of scalars and vectors, or a
-/// constant matrix times a vector. (`varying` says which nodes
-/// differ from point to point; the others are read once, from the plan.)
+/// constant matrix times a vector or triangular solve with one. (`varying`
+/// says which nodes differ from point to point; the others are read once,
+/// from the plan.)
 pub fn laned(nodes: &[Node], id: usize, varying: &[bool]) -> bool {
     let node = &nodes[id];
     let parent = |k: usize| &nodes[node.parents[k] as usize];
@@ -100,7 +101,7 @@ pub fn laned(nodes: &[Node], id: usize, varying: &[bool]) -> bool {
         && match node.op {
             op if Formula::of(op).is_some() => small,
             Op::Sum | Op::Mean | Op::Dot | Op::Slice { .. } | Op::Reshape(_) | Op::Concat { .. } => small,
-            Op::Matmul => !varying[node.parents[0] as usize] && parent(0).shape.rank() == 2 && parent(1).shape.rank() == 1,
+            Op::Matmul | Op::TriangularSolve { .. } => !varying[node.parents[0] as usize] && parent(0).shape.rank() == 2 && parent(1).shape.rank() == 1,
             _ => false,
         }
 }
@@ -200,6 +201,7 @@ pub fn forward(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &
                 _ => matvec(m, k, a, x, out),
             }
         }
+        Op::TriangularSolve { lower } => solve(&uniform[parent(0).range()], parent(0).shape.rows_cols().0, lower, lanes_of(1), out),
         // Copies: a vector's block, the same values reshaped, the parts one after another.
         Op::Slice { start, .. } => copy(out, &lanes_of(0)[start[0]..][..n]),
         Op::Reshape(_) => copy(out, lanes_of(0)),
@@ -275,9 +277,14 @@ pub fn adjoint(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &
                 let at: usize = node.parents[..k].iter().map(|&q| nodes[q as usize].shape.size()).sum();
                 to.iter().zip(&g[at..]).for_each(|(to, g)| take(to, &g.get(), write))
             }
+            // (Only the vector takes a term: a matrix swept in lanes is refused.)
             Op::Matmul => {
                 let (m, kk) = nodes[node.parents[0] as usize].shape.rows_cols();
                 matvec_t_acc(m, kk, &uniform[nodes[node.parents[0] as usize].range()], g, to, write);
+            }
+            Op::TriangularSolve { lower } => {
+                let t = &nodes[node.parents[0] as usize];
+                solve_transposed(&uniform[t.range()], t.shape.rows_cols().0, lower, g, to, write);
             }
             op => {
                 let Some((f, kexp)) = Formula::of(op) else { unreachable!("a laned node's op has a lane kernel") };

@@ -1,8 +1,10 @@
-//! The products of a lane replay (lane_kernels.rs): a constant or input
-//! matrix times a vector that differs from lane to lane (`matvec`; for
-//! unit directions, `columns_of`), and the transposed product of its
-//! adjoint (`matvec_t_acc`), each summed in the order of its kernel in
-//! core/kernels, so every lane's result is a single replay's bit for bit.
+//! The products and solves of a lane replay (lane_kernels.rs): a constant
+//! or input matrix times a vector that differs from lane to lane
+//! (`matvec`; for unit directions, `columns_of`), and the transposed
+//! product of its adjoint (`matvec_t_acc`); a triangular solve of such a
+//! matrix with such a vector (`solve`), and its adjoint (`solve_transposed`).
+//! Each sums in the order of its kernel in core/kernels or core/linalg, so
+//! every lane's result is a single replay's bit for bit.
 
 use super::lane_base::{lanewise, widest, Lane, LANES};
 use crate::core::widest::widest_here;
@@ -177,4 +179,76 @@ fn columns<const C: usize>(k: usize, a: &[f64], g: &[Cell<Lane>], d: &[Cell<Lane
         }
     }
     d.iter().zip(acc).for_each(|(d, acc)| d.set(acc));
+}
+
+/// nalgebra's dot product of a row of a matrix (`t`) with lanes (`x`), as
+/// `library::nalgebra_vector_solve` computes it: over whole blocks of
+/// eight, eight partial sums; those added pairwise (0 and 4, 1 and 5, …)
+/// to a sum from 0; then the rest, one at a time.
+#[inline(always)]
+fn nalgebra_dot(t: &[f64], x: &[Cell<Lane>]) -> Lane {
+    let (n, x) = (t.len(), &x[..t.len()]);
+    let body = n - n % 8;
+    let mut acc = [[0.0; LANES]; 8];
+    for (ts, xs) in t[..body].chunks_exact(8).zip(x[..body].chunks_exact(8)) {
+        for (a, (&tj, xj)) in acc.iter_mut().zip(ts.iter().zip(xs)) {
+            let (s, xj) = (*a, xj.get());
+            *a = lanewise!(|l| s[l] + tj * xj[l]);
+        }
+    }
+    let mut res = [0.0; LANES];
+    for j in 0..4 {
+        let (r, a, b) = (res, acc[j], acc[j + 4]);
+        res = lanewise!(|l| r[l] + (a[l] + b[l]));
+    }
+    for (&tj, xj) in t[body..].iter().zip(&x[body..]) {
+        let (r, xj) = (res, xj.get());
+        res = lanewise!(|l| r[l] + tj * xj[l]);
+    }
+    res
+}
+
+/// `linalg::triangular_solve` of one right-hand side for every lane:
+/// T x = b, T n×n row-major and lower or upper, by nalgebra's substitution
+/// (each row's dot product with the entries solved so far, from row 0 for
+/// a lower T, from row n − 1 for an upper). No pivot may be zero.
+#[inline(always)]
+pub(super) fn solve(t: &[f64], n: usize, lower: bool, b: &[Cell<Lane>], x: &[Cell<Lane>]) {
+    let (t, b, x) = (&t[..n * n], &b[..n], &x[..n]);
+    let row = |i: usize, i0: usize, i1: usize| {
+        let (d, bi, p) = (nalgebra_dot(&t[i * n + i0..i * n + i1], &x[i0..i1]), b[i].get(), t[i * n + i]);
+        x[i].set(lanewise!(|l| (bi[l] - d[l]) / p));
+    };
+    if lower {
+        (0..n).for_each(|i| row(i, 0, i));
+    } else {
+        (0..n).rev().for_each(|i| row(i, i + 1, n));
+    }
+}
+
+/// The solve's adjoint for b, `triangular_solve_bbar` then `axpy(1.0, ·, d)`,
+/// for every lane: d += T⁻ᵀ g (written, for `d`'s `first` term), by
+/// nalgebra's substitution for Tᵀ: each pivot's entry divided out, then
+/// taken off the entries of the rows left, a multiple of T's row.
+pub(super) fn solve_transposed(t: &[f64], n: usize, lower: bool, g: &[Cell<Lane>], d: &[Cell<Lane>], write: bool) {
+    let t = &t[..n * n];
+    let mut y: Vec<Lane> = g[..n].iter().map(Cell::get).collect();
+    let mut pivot = |i: usize, rest: std::ops::Range<usize>| {
+        let (yi, p) = (y[i], t[i * n + i]);
+        let c = lanewise!(|l| yi[l] / p);
+        y[i] = c;
+        for r in rest {
+            let (yr, tr) = (y[r], t[i * n + r]);
+            y[r] = lanewise!(|l| -c[l] * tr + yr[l]);
+        }
+    };
+    if lower {
+        (0..n).rev().for_each(|i| pivot(i, 0..i));
+    } else {
+        (0..n).for_each(|i| pivot(i, i + 1..n));
+    }
+    for (d, y) in d[..n].iter().zip(&y) {
+        let s = if write { [0.0; LANES] } else { d.get() };
+        d.set(lanewise!(|l| s[l] + y[l]));
+    }
 }

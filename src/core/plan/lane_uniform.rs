@@ -44,7 +44,7 @@ fn term_varies(nodes: &[Node], id: usize, k: usize, varying: &[bool]) -> bool {
         }
         None => match node.op {
             Op::Sum | Op::Mean | Op::Slice { .. } | Op::Reshape(_) | Op::Concat { .. } => false,
-            Op::Dot | Op::Matmul => varying[node.parents[1 - k] as usize],
+            Op::Dot | Op::Matmul | Op::TriangularSolve { .. } => varying[node.parents[1 - k] as usize],
             _ => true,
         },
     }

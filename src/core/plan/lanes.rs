@@ -141,6 +141,15 @@ impl Plan {
                 Step::Node(_) => {}
             }
         }
+        // A solve in lanes follows nalgebra's substitution, which a zero
+        // pivot hands to another kernel: then each point goes alone.
+        let solves_in_lanes = |id: usize| matches!(g.nodes[id].op, Op::TriangularSolve { .. }) && (varying[id] || lanes.swept[id]);
+        for t in (0..g.nodes.len()).filter(|&id| solves_in_lanes(id)).map(|id| &g.nodes[g.nodes[id].parents[0] as usize]) {
+            let (n, t) = (t.shape.rows_cols().0, &g.values[t.range()]);
+            if (0..n).any(|i| t[i * n + i] == 0.0) {
+                return None;
+            }
+        }
         // Into every lane, where the plan's arena has them (`layout` moves
         // only nodes that vary); matrices are read from the plan's arena instead.
         let v = lanes.arena.cells();
