@@ -211,18 +211,16 @@ fn nalgebra_dot(t: &[f64], x: &[Cell<Lane>]) -> Lane {
 /// `linalg::triangular_solve` of one right-hand side for every lane:
 /// T x = b, T n×n row-major and lower or upper, by nalgebra's substitution
 /// (each row's dot product with the entries solved so far, from row 0 for
-/// a lower T, from row n − 1 for an upper). No pivot may be zero.
+/// a lower T, from row n − 1 for an upper). No pivot may be zero. (Loops,
+/// not closures: a closure was compiled apart from the replay's vector
+/// width, to two-wide code.)
 #[inline(always)]
 pub(super) fn solve(t: &[f64], n: usize, lower: bool, b: &[Cell<Lane>], x: &[Cell<Lane>]) {
     let (t, b, x) = (&t[..n * n], &b[..n], &x[..n]);
-    let row = |i: usize, i0: usize, i1: usize| {
-        let (d, bi, p) = (nalgebra_dot(&t[i * n + i0..i * n + i1], &x[i0..i1]), b[i].get(), t[i * n + i]);
+    for step in 0..n {
+        let (i, from, to) = if lower { (step, 0, step) } else { (n - 1 - step, n - step, n) };
+        let (d, bi, p) = (nalgebra_dot(&t[i * n + from..i * n + to], &x[from..to]), b[i].get(), t[i * n + i]);
         x[i].set(lanewise!(|l| (bi[l] - d[l]) / p));
-    };
-    if lower {
-        (0..n).for_each(|i| row(i, 0, i));
-    } else {
-        (0..n).rev().for_each(|i| row(i, i + 1, n));
     }
 }
 
@@ -230,22 +228,23 @@ pub(super) fn solve(t: &[f64], n: usize, lower: bool, b: &[Cell<Lane>], x: &[Cel
 /// for every lane: d += T⁻ᵀ g (written, for `d`'s `first` term), by
 /// nalgebra's substitution for Tᵀ: each pivot's entry divided out, then
 /// taken off the entries of the rows left, a multiple of T's row.
+#[inline(always)]
 pub(super) fn solve_transposed(t: &[f64], n: usize, lower: bool, g: &[Cell<Lane>], d: &[Cell<Lane>], write: bool) {
     let t = &t[..n * n];
     let mut y: Vec<Lane> = g[..n].iter().map(Cell::get).collect();
-    let mut pivot = |i: usize, rest: std::ops::Range<usize>| {
-        let (yi, p) = (y[i], t[i * n + i]);
-        let c = lanewise!(|l| yi[l] / p);
-        y[i] = c;
-        for r in rest {
-            let (yr, tr) = (y[r], t[i * n + r]);
-            y[r] = lanewise!(|l| -c[l] * tr + yr[l]);
+    for step in 0..n {
+        let i = if lower { n - 1 - step } else { step };
+        let p = t[i * n + i];
+        let (head, tail) = y.split_at_mut(i);
+        let (yi, tail) = tail.split_first_mut().expect("i < n");
+        let v = *yi;
+        let c = lanewise!(|l| v[l] / p);
+        *yi = c;
+        let (rest, row) = if lower { (head, &t[i * n..i * n + i]) } else { (tail, &t[i * n + i + 1..i * n + n]) };
+        for (yr, &tr) in rest.iter_mut().zip(row) {
+            let s = *yr;
+            *yr = lanewise!(|l| -c[l] * tr + s[l]);
         }
-    };
-    if lower {
-        (0..n).rev().for_each(|i| pivot(i, 0..i));
-    } else {
-        (0..n).for_each(|i| pivot(i, i + 1..n));
     }
     for (d, y) in d[..n].iter().zip(&y) {
         let s = if write { [0.0; LANES] } else { d.get() };
