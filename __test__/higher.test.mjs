@@ -568,6 +568,47 @@ describe('2. closed forms', () => {
       near([r.tangent], [g.reduce((s, gi, i) => s + gi * vf[i], 0)], TIGHT, 'tangent');
     });
   });
+
+  // Solves of a fixed matrix run in lanes of eight directions (lane_products.rs).
+  describe('a fixed covariance and triangle: H = −K⁻¹ − diag(σ(x)(1 − σ(x))) + 2 T⁻ᵀT⁻¹', () => {
+    const n = 20;
+    const K = randomSPD(rng, n);
+    const T = rng.matrix(n, n).map((row, i) => row.map((t, j) => (j < i ? 0 : i === j ? 2 + Math.abs(t) : 0.3 * t)));
+    const x = rng.vector(n);
+    const f = (p, d) => G.sub(
+      G.add(G.mul(-0.5, G.dot(p, G.solvePSD(d.K, p))), G.sum(G.square(G.triangularSolve(T, p, { lower: false })))),
+      G.sum(G.log(G.add(1, G.exp(p)))),
+    );
+    const Ki = invJS(K);
+    const Ti = invJS(T);
+    const TtT = matmulJS(Ti.map((_, i) => Ti.map((row) => row[i])), Ti);
+    const expected = Ki.map((row, i) => row.map((k, j) => {
+      const s = 1 / (1 + Math.exp(-x[i]));
+      return -k + 2 * TtT[i][j] - (i === j ? s * (1 - s) : 0);
+    }));
+
+    test('eager, compiled and rebuilt Hessians equal it, and central differences of the gradient', () => {
+      const eager = G.hessian(f)(x, { K });
+      near(eager.hessian, expected, 1e-10, 'eager Hessian');
+      const c = G.compile(f);
+      sameBits(c.hessian(x, { K }), eager, 'compiled vs eager');
+      for (const [how, r] of rebuilt(c)) sameBits(r.hessian(x, { K }), eager, how);
+      const fd = x.map((_, j) => {
+        const h = FD_STEP;
+        const at = (d) => c(x.map((v, k) => (k === j ? v + d : v)), { K }).gradient;
+        const [plus, minus] = [at(h), at(-h)];
+        return plus.map((g, i) => (g - minus[i]) / (2 * h));
+      });
+      near(fd, expected, FD_TOL, 'central differences');
+    });
+
+    test('hvp equals H·v, compiled and eager', () => {
+      const v = rng.vector(n);
+      const Hv = expected.map((row) => row.reduce((acc, h, j) => acc + h * v[j], 0));
+      near(G.compile(f).hvp(x, v, { K }).hvp, Hv, 1e-10, 'compiled hvp');
+      near(G.hvp(f)(x, v, { K }).hvp, Hv, 1e-10, 'eager hvp');
+    });
+  });
 });
 
 // --------------------------------------------------------------------------
