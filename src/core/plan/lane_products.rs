@@ -208,13 +208,14 @@ fn nalgebra_dot(t: &[f64], x: &[Cell<Lane>]) -> Lane {
     res
 }
 
+widest! {
 /// `linalg::triangular_solve` of one right-hand side for every lane:
 /// T x = b, T n×n row-major and lower or upper, by nalgebra's substitution
 /// (each row's dot product with the entries solved so far, from row 0 for
-/// a lower T, from row n − 1 for an upper). No pivot may be zero. (Loops,
-/// not closures: a closure was compiled apart from the replay's vector
-/// width, to two-wide code.)
-#[inline(always)]
+/// a lower T, from row n − 1 for an upper). No pivot may be zero.
+/// Compiled on its own for each vector width (`widest!`), as loops: a
+/// closure inside was compiled apart from the width, to two-wide code, and
+/// inlined into every replay the two solves added 32 KB to the addon.
 pub(super) fn solve(t: &[f64], n: usize, lower: bool, b: &[Cell<Lane>], x: &[Cell<Lane>]) {
     let (t, b, x) = (&t[..n * n], &b[..n], &x[..n]);
     for step in 0..n {
@@ -223,12 +224,13 @@ pub(super) fn solve(t: &[f64], n: usize, lower: bool, b: &[Cell<Lane>], x: &[Cel
         x[i].set(lanewise!(|l| (bi[l] - d[l]) / p));
     }
 }
+}
 
+widest! {
 /// The solve's adjoint for b, `triangular_solve_bbar` then `axpy(1.0, ·, d)`,
 /// for every lane: d += T⁻ᵀ g (written, for `d`'s `first` term), by
 /// nalgebra's substitution for Tᵀ: each pivot's entry divided out, then
 /// taken off the entries of the rows left, a multiple of T's row.
-#[inline(always)]
 pub(super) fn solve_transposed(t: &[f64], n: usize, lower: bool, g: &[Cell<Lane>], d: &[Cell<Lane>], write: bool) {
     let t = &t[..n * n];
     let mut y: Vec<Lane> = g[..n].iter().map(Cell::get).collect();
@@ -250,4 +252,5 @@ pub(super) fn solve_transposed(t: &[f64], n: usize, lower: bool, g: &[Cell<Lane>
         let s = if write { [0.0; LANES] } else { d.get() };
         d.set(lanewise!(|l| s[l] + y[l]));
     }
+}
 }
