@@ -171,8 +171,10 @@ const BUILD_OUTPUT = /^(binding\.(cjs|d\.ts)|grad\.[^/]+\.node|src\/js\/grad\.wa
 // 72 files; the addon is 4.97 MB of it, grad.wasm.js 0.68 MB). Growing past
 // it should be a decision, not an accident. Raised on 2026-12-04 from
 // 2,225,000 for sparse Jacobians (src/core/pattern.rs: the addon +32 KB,
-// the tarball +6.5 KB, to 2,231,476).
-const PACKED_BUDGET = 2_250_000;
+// the tarball +6.5 KB, to 2,231,476), and on 2026-12-05 from 2,250,000 for
+// triangular solves in lanes (their kernels compiled once per vector width,
+// out of line: the addon +3.7 KB; with the sources, to 2,252,015).
+const PACKED_BUDGET = 2_275_000;
 const UNPACKED_BUDGET = 7_950_000;
 
 test('the tarball holds only what the package means to ship, within its size budget', () => {
