@@ -101,7 +101,7 @@ impl Plan {
                         read_back[id] |= out;
                     }
                     None if node.op == Op::Dot => read_back[node.parents[1 - k] as usize] = true,
-                    None => {} // the others read no value (a matvec, its matrix)
+                    None => {} // the others read no value (a matvec or a solve, its matrix: the plan's)
                 }
             }
         }

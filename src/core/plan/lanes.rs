@@ -60,6 +60,9 @@ pub struct Lanes {
     /// The nodes that do not vary whose values lane steps read: `lanes`
     /// writes them into every lane.
     shown: Vec<u32>,
+    /// The matrices of the solves that run in lanes, whose pivots `lanes`
+    /// checks each time (nalgebra's substitution stops at a zero one).
+    solved: Vec<u32>,
     /// How many leading parameter slots are the same at every point (a
     /// forward Jacobian's, a Hessian's or a reverse Jacobian's x), their
     /// values read from the plan when the lanes are made. 0 for a batch's lanes.
@@ -143,8 +146,7 @@ impl Plan {
         }
         // A solve in lanes follows nalgebra's substitution, which a zero
         // pivot hands to another kernel: then each point goes alone.
-        let solves_in_lanes = |id: usize| matches!(g.nodes[id].op, Op::TriangularSolve { .. }) && (varying[id] || lanes.swept[id]);
-        for t in (0..g.nodes.len()).filter(|&id| solves_in_lanes(id)).map(|id| &g.nodes[g.nodes[id].parents[0] as usize]) {
+        for t in lanes.solved.iter().map(|&t| &g.nodes[t as usize]) {
             let (n, t) = (t.shape.rows_cols().0, &g.values[t.range()]);
             if (0..n).any(|i| t[i * n + i] == 0.0) {
                 return None;
@@ -217,7 +219,10 @@ impl Plan {
         let size = self.graph.values.len();
         let clear = clear.into_iter().map(|(a, b)| (size + a, size + b)).collect();
         let finite = vec![OnceCell::new(); self.graph.nodes.len()];
-        Some(Lanes { arena: Arena::new(2 * size), layout, varying, steps, swept, uniform, sweep, fixed, shown, first, clear, finite })
+        let nodes = &self.graph.nodes;
+        let in_lanes = |id: usize| matches!(nodes[id].op, Op::TriangularSolve { .. }) && (varying[id] || swept[id]);
+        let solved = (0..nodes.len()).filter(|&id| in_lanes(id)).map(|id| nodes[id].parents[0]).collect();
+        Some(Lanes { arena: Arena::new(2 * size), layout, varying, steps, swept, uniform, sweep, fixed, shown, solved, first, clear, finite })
     }
 
     /// How many of the steps that vary a lane replay with `fixed` slots
