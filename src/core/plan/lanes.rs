@@ -313,10 +313,12 @@ impl Plan {
         }
         let at = lanes.layout.value[self.root as usize];
         for (o, lane) in rows.zip(&lanes.arena.cells()[at..at + size]) {
-            // A whole group's copy has a size known here: moved in registers, not by a call.
+            // Moved in registers, not by a call to memcpy per row (a tall
+            // Jacobian's 300 rows of 6 spent 9% of its time in those calls).
+            let lane = lane.get();
             match o.first_chunk_mut::<LANES>() {
-                Some(o) if n == LANES => *o = lane.get(),
-                _ => o[..n].copy_from_slice(&lane.get()[..n]),
+                Some(o) if n == LANES => *o = lane,
+                _ => o.iter_mut().zip(lane).take(n).for_each(|(o, x)| *o = x),
             }
         }
     }
