@@ -247,11 +247,11 @@ pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut
     true
 }
 
-/// C += op(A) op(B) (`library::gemm` says the layout). C is never one row
+/// C += s op(A) op(B) (`library::gemm` says the layout). C is never one row
 /// or column here (`library::gemm`), so faer splits C among threads, never
 /// a sum.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, c: &mut [f64], par: Par) {
+pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, s: f64, c: &mut [f64], par: Par) {
     fn view(x: &[f64], rows: usize, cols: usize, t: bool) -> MatRef<'_, f64> {
         if t {
             MatRef::from_row_major_slice(&x[..rows * cols], cols, rows).transpose()
@@ -260,5 +260,5 @@ pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bo
         }
     }
     let dst = MatMut::from_row_major_slice_mut(&mut c[..m * n], m, n);
-    ::faer::linalg::matmul::matmul(dst, Accum::Add, view(a, m, k, ta), view(b, k, n, tb), 1.0, par);
+    ::faer::linalg::matmul::matmul(dst, Accum::Add, view(a, m, k, ta), view(b, k, n, tb), s, par);
 }

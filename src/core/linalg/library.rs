@@ -264,6 +264,20 @@ pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut
     false
 }
 
+/// Ā −= B̄ Xᵀ (B̄, X n×k), the adjoint of A in X = A⁻¹ B, by faer's gemm
+/// (on several threads when large) where the hand-written loop of dots
+/// is slower: k ≥ `MATRIX_SOLVE_FROM`, all entries finite.
+pub fn sub_outer(n: usize, bbar: &[f64], x: &[f64], k: usize, abar: &mut [f64]) -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite(&bbar[..n * k]) && finite(&x[..n * k]) {
+        let par = par_for(n.saturating_mul(n).saturating_mul(k));
+        faer(|| super::faer::gemm(n, k, n, bbar, false, x, true, -1.0, abar, par));
+        return true;
+    }
+    let _ = (n, bbar, x, k, abar);
+    false
+}
+
 /// Products from this many multiply-adds (m k n) go to faer's gemm, on one
 /// thread or several: chosen by size, never by thread count, so the bits
 /// are the same at any cap. C at least this wide and tall: faer's parallel
@@ -281,7 +295,7 @@ const GEMM_SIDE_FROM: usize = 16;
 pub fn gemm_here(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool, c: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     {
-        faer(|| super::faer::gemm(m, k, n, a, ta, b, tb, c, SEQ));
+        faer(|| super::faer::gemm(m, k, n, a, ta, b, tb, 1.0, c, SEQ));
         true
     }
     #[cfg(target_arch = "wasm32")]
@@ -299,7 +313,7 @@ pub fn gemm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bo
     #[cfg(not(target_arch = "wasm32"))]
     if m >= GEMM_SIDE_FROM && n >= GEMM_SIDE_FROM && m.saturating_mul(k).saturating_mul(n) >= GEMM_FROM {
         let par = par_for(m.saturating_mul(k).saturating_mul(n));
-        faer(|| super::faer::gemm(m, k, n, a, ta, b, tb, c, par));
+        faer(|| super::faer::gemm(m, k, n, a, ta, b, tb, 1.0, c, par));
         return true;
     }
     let _ = (m, k, n, a, ta, b, tb, c);

@@ -117,24 +117,39 @@ pub fn lu_solve_transpose(lu: &[f64], perm: &[f64], n: usize, c: &[f64], k: usiz
             *v /= d;
         }
         for i in p + 1..n {
-            let m = lu[p * n + i];
-            let qi = q(i);
-            for col in 0..k {
-                y[qi * k + col] -= m * y[qp * k + col];
-            }
+            sub_row(y, k, q(i), qp, lu[p * n + i]);
         }
     }
     // Lᵀ W = Z (unit diagonal): backward, column-oriented over the rows of L.
     for p in (0..n).rev() {
         let qp = q(p);
         for i in 0..p {
-            let m = lu[p * n + i];
-            let qi = q(i);
-            for col in 0..k {
-                y[qi * k + col] -= m * y[qp * k + col];
-            }
+            sub_row(y, k, q(i), qp, lu[p * n + i]);
         }
     }
+}
+
+/// Row `to` −= m · row `from` of a k-column matrix. Distinct rows are
+/// borrowed apart, so the update runs as vector instructions (y − m·x and
+/// y + (−m)·x round alike); the same row twice comes only from a `perm`
+/// that repeats an index.
+#[inline(always)]
+fn sub_row(y: &mut [f64], k: usize, to: usize, from: usize, m: f64) {
+    let (to, from) = match to.cmp(&from) {
+        std::cmp::Ordering::Less => {
+            let (head, tail) = y.split_at_mut(from * k);
+            (&mut head[to * k..to * k + k], &tail[..k])
+        }
+        std::cmp::Ordering::Greater => {
+            let (head, tail) = y.split_at_mut(to * k);
+            (&mut tail[..k], &head[from * k..from * k + k])
+        }
+        std::cmp::Ordering::Equal => {
+            y[to * k..to * k + k].iter_mut().for_each(|v| *v -= m * *v);
+            return;
+        }
+    };
+    axpy(to, -m, from);
 }
 
 /// ACCUMULATE abar -= bbar xᵀ over the full n×n (bbar, x are n×k): the

@@ -29,13 +29,11 @@ use cholesky as cholesky_kernel;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 use simd as cholesky_kernel;
 
-pub use lu::sub_outer;
-
 /// The hand-written kernels alone, whatever the size: what the library
 /// paths are measured (`benches/linalg.rs`) and tested against.
 pub mod hand {
     pub use super::cholesky::{cholesky, cholesky_adjoint};
-    pub use super::lu::{lu_factor, lu_solve, lu_solve_transpose};
+    pub use super::lu::{lu_factor, lu_solve, lu_solve_transpose, sub_outer};
     pub use super::triangular::{lower_matmul, lower_matmul_abar, lower_matmul_bbar, triangular_solve, triangular_solve_bbar, triangular_solve_tbar};
 }
 
@@ -124,6 +122,13 @@ pub fn lu_factor(a: &[f64], n: usize, lu: &mut [f64], perm: &mut [f64]) -> Resul
         return Ok(());
     }
     lu::lu_factor(a, n, lu, perm)
+}
+
+/// The adjoint of A in X = A⁻¹ B: ACCUMULATE Ā −= B̄ Xᵀ (B̄, X n×k).
+pub fn sub_outer(n: usize, bbar: &[f64], x: &[f64], k: usize, abar: &mut [f64]) {
+    if !library::sub_outer(n, bbar, x, k, abar) {
+        lu::sub_outer(n, bbar, x, k, abar)
+    }
 }
 
 /// X = A⁻¹ B from `lu_factor`'s factors; B, X n×k.

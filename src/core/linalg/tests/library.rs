@@ -192,7 +192,22 @@ fn lu_matches_the_hand_kernels() {
         lu_solve_transpose(&lu, &perm, n, &b, k, &mut x);
         hand::lu_solve_transpose(&hlu, &hperm, n, &b, k, &mut hand);
         assert!(rel(&x, &hand) <= 1e-12, "transpose n={n} k={k}: {}", rel(&x, &hand));
+        // Ā −= B̄ Xᵀ, accumulated onto what Ā held.
+        let start = rng.fill(n * n);
+        let (mut abar, mut habar) = (start.clone(), start);
+        sub_outer(n, &b, &x, k, &mut abar);
+        hand::sub_outer(n, &b, &x, k, &mut habar);
+        assert!(rel(&abar, &habar) <= 1e-12, "sub_outer n={n} k={k}: {}", rel(&abar, &habar));
+        assert_eq!(library::sub_outer(n, &b, &x, k, &mut abar), k >= 12, "the library takes k ≥ 12");
     }
+    // A non-finite B̄ or X: the hand kernel's arithmetic, bit for bit.
+    let n = 30;
+    let (b, mut x) = (rng.fill(n * n), rng.fill(n * n));
+    x[7 * n + 4] = f64::INFINITY;
+    let (mut abar, mut habar) = (vec![0.0; n * n], vec![0.0; n * n]);
+    sub_outer(n, &b, &x, n, &mut abar);
+    hand::sub_outer(n, &b, &x, n, &mut habar);
+    assert!(same(&abar, &habar), "sub_outer with an infinite entry");
 }
 
 #[test]
