@@ -145,7 +145,8 @@ fn sizes_are_checked_before_anything_runs() {
 
 /// A Hessian's rows (`units` on a tangent plan with matrix steps, so no
 /// lanes) on one replica: after the first direction only the tangent steps
-/// are replayed, through an LU whose factors the sweep must leave and a
+/// are replayed, through an LU whose factors the sweep must leave (the
+/// tangent's solve by the same matrix solves with them, unfactored) and a
 /// Cholesky; every row is the bits of a whole replay of that direction.
 #[test]
 fn hessian_rows_after_the_first_replay_only_the_tangent_steps() {
@@ -169,6 +170,7 @@ fn hessian_rows_after_the_first_replay_only_the_tangent_steps() {
     let root = g.op(Op::Add, &[st, sl], false).unwrap();
     let mut tp = Plan::build(&g, root, &[a], &[]).unwrap().tangent_plan().unwrap();
     assert!(tp.replays_tangents_alone() && tp.lanes(None, 0, true).is_none());
+    assert_eq!(tp.solves_kept(), 1);
     let x = [2.0, 0.3, -0.4, 0.1, 1.5, 0.2, -0.3, 0.6, 1.8];
     // Each direction by a whole replay of the plan, on a replica of its own.
     let mut expected = Vec::new();

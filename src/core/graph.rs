@@ -128,6 +128,17 @@ pub fn eval(nodes: &[Node], id: usize, values: &mut [f64], aux: &mut [f64]) -> R
     rules::forward(node.op, &p, out, &mut aux[node.aux..node.aux + node.aux_len])
 }
 
+/// `eval` of a solveGeneral node whose matrix has not changed since its
+/// last `eval`: no factorization, the same bits.
+pub fn eval_factored(nodes: &[Node], id: usize, values: &mut [f64], aux: &[f64]) {
+    let node = &nodes[id];
+    debug_assert_eq!(node.op, crate::core::op::Op::SolveGeneral);
+    let (lower, upper) = values.split_at_mut(node.val);
+    let (out, above) = upper.split_at_mut(node.shape.size());
+    let p = Inputs { operands: nodes, parents: &node.parents, values: lower, above, above_from: node.val + node.shape.size() };
+    rules::solve_factored(&p, out, &aux[node.aux..node.aux + node.aux_len])
+}
+
 /// Propagate node `id`'s adjoint to each parent that `needs` one.
 pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux: &mut [f64], needs: &[bool]) {
     let node = &nodes[id];

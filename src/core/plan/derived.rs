@@ -36,6 +36,7 @@ impl Clone for Plan {
             clear: self.clear.clone(),
             outputs: self.outputs.clone(),
             varying: self.varying.clone(),
+            factored: self.factored.clone(),
             primal: self.primal.clone(),
             names: self.names.clone(),
             current: self.current.clone(),
@@ -80,6 +81,17 @@ pub(super) fn primal_walk(nodes: &[Node], root: u32) -> PrimalWalk {
     needs[root as usize] = true;
     let swept = order.iter().rev().copied().filter(|&i| nodes[i as usize].op.is_pure() && needs[i as usize]).collect();
     PrimalWalk { order, needs, swept }
+}
+
+/// `Plan::factored`: which of the nodes that vary are solves by a matrix
+/// that does not; empty where none is.
+pub(super) fn factored(nodes: &[Node], varies: &[bool]) -> Vec<bool> {
+    let kept = |i: usize| varies[i] && nodes[i].op == Op::SolveGeneral && !varies[nodes[i].parents[0] as usize];
+    if (0..nodes.len()).any(kept) {
+        (0..nodes.len()).map(kept).collect()
+    } else {
+        Vec::new()
+    }
 }
 
 /// Which nodes depend on the `moving` leaves (a tangent plan's tangents):
@@ -233,11 +245,19 @@ impl Plan {
         !self.varying.is_empty()
     }
 
+    /// How many of the solves `forward_tangent` replays keep their factors
+    /// (`Plan::factored`): what tests check that with.
+    #[doc(hidden)]
+    pub fn solves_kept(&self) -> usize {
+        self.factored.iter().filter(|&&f| f).count()
+    }
+
     /// In a tangent plan replayed once already at these parameters and
-    /// inputs, replay only what depends on the tangents (fed anew); the
-    /// root's value (the tangent) after.
+    /// inputs, replay only what depends on the tangents (fed anew), each
+    /// solve by an unchanged matrix with the factors it holds; the root's
+    /// value (the tangent) after.
     pub fn forward_tangent(&mut self) -> Result<&[f64]> {
-        run_steps::<true>(&mut self.graph, &self.varying)?;
+        run_steps::<true>(&mut self.graph, &self.varying, &self.factored)?;
         let g = &self.graph;
         Ok(&g.values[g.nodes[self.root as usize].range()])
     }

@@ -16,7 +16,7 @@
 use super::error::Result;
 use adjoints::{arena_ranges, share_adjoints, sweep, AdjointArena, SharedAdjoints};
 use compact::compact;
-use super::graph::{eval, mark_needs, post_order, post_order_all, Graph, Node};
+use super::graph::{eval, eval_factored, mark_needs, post_order, post_order_all, Graph, Node};
 use super::kernels::scalar::{self, Formula};
 use super::op::Op;
 use super::shape::Shape;
@@ -194,6 +194,10 @@ pub struct Plan {
     /// In a tangent plan (`tangent_plan`), the forward steps that depend on
     /// the tangents: all a replay must redo when only they change.
     varying: Vec<Step>,
+    /// Per node, whether it is one of those steps that solves by a matrix
+    /// that does not depend on the tangents (a solveGeneral's tangent,
+    /// A⁻¹(Ḃ − ȦX)): its LU factors from the last replay stand.
+    factored: Vec<bool>,
     /// In a tangent plan, the sweep from its primal root, where kept (`PrimalSweep`).
     primal: Option<derived::PrimalSweep>,
     /// For a plan read from JSON, the names its slots are called by.
@@ -346,9 +350,10 @@ impl Plan {
         let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
         let mut varying: Vec<Step> = pure.iter().filter(|&&i| varies[i as usize]).map(|&i| Step::of(&g.nodes, i, &needs)).collect();
         carry_chains(&mut varying);
+        let factored = derived::factored(&g.nodes, &varies);
         let outputs = outputs.to_vec();
         let current = Current(current);
-        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying, primal: None, names: None, current, plain_layout, colors: Default::default(), lanes_refused: None }
+        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying, factored, primal: None, names: None, current, plain_layout, colors: Default::default(), lanes_refused: None }
     }
 
     pub fn params(&self) -> &[Slot] {
@@ -421,14 +426,15 @@ impl Plan {
     /// arena it was just stored to (a wait of several cycles on every op).
     /// Without, no step pays for the test.
     fn forward_with<const CARRY: bool>(&mut self) -> Result<&[f64]> {
-        run_steps::<CARRY>(&mut self.graph, &self.forward)?;
+        run_steps::<CARRY>(&mut self.graph, &self.forward, &[])?;
         let g = &self.graph;
         Ok(&g.values[g.nodes[self.root as usize].range()])
     }
 }
 
-/// Evaluate `steps` in order; with `CARRY`, as `Plan::forward_with` says.
-fn run_steps<const CARRY: bool>(g: &mut Graph, steps: &[Step]) -> Result<()> {
+/// Evaluate `steps` in order; with `CARRY`, as `Plan::forward_with` says;
+/// a solve marked in `factored` with the factors it holds.
+fn run_steps<const CARRY: bool>(g: &mut Graph, steps: &[Step], factored: &[bool]) -> Result<()> {
     let mut last = 0.0;
     for step in steps {
         match *step {
@@ -438,6 +444,7 @@ fn run_steps<const CARRY: bool>(g: &mut Graph, steps: &[Step]) -> Result<()> {
                 last = scalar::value(s.formula, s.k, x, y);
                 g.values[s.out as usize] = last;
             }
+            Step::Node(id) if factored.get(id as usize) == Some(&true) => eval_factored(&g.nodes, id as usize, &mut g.values, &g.aux),
             Step::Node(id) => eval(&g.nodes, id as usize, &mut g.values, &mut g.aux)?,
         }
     }

@@ -42,6 +42,15 @@ pub(super) fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &
     Ok(())
 }
 
+/// A solveGeneral's value from the LU factors its last `forward` left in
+/// `aux`, where its matrix has not changed since (a tangent plan's solve
+/// by the primal matrix, replayed per direction: `Plan::forward_tangent`).
+pub(super) fn solve_factored<N: Operand>(p: &Inputs<N>, out: &mut [f64], aux: &[f64]) {
+    let n = p.shape(0).rows_cols().0;
+    let (lu, rest) = aux.split_at(n * n);
+    linalg::lu_solve(lu, &rest[..n], n, p.val(1), rhs_cols(p.shape(1)), out)
+}
+
 /// What a solve's adjoint shares between its operands, done once per
 /// sweep before `adjoint` is called for each: B̄ = A⁻ᵀ X̄, into `aux`.
 pub(super) fn prepare_adjoint<N: Operand>(op: Op, p: &Inputs<N>, g: &[f64], aux: &mut [f64]) {

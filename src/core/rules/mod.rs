@@ -69,6 +69,12 @@ pub fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &mut [f6
     }
 }
 
+/// `forward` of a solveGeneral whose matrix is as it was at its last
+/// `forward`: solved with the factors that left in `aux`.
+pub fn solve_factored<N: Operand>(p: &Inputs<N>, out: &mut [f64], aux: &[f64]) {
+    linalg::solve_factored(p, out, aux)
+}
+
 /// Accumulate the adjoint `g` of a node whose value is `out` into the
 /// adjoint of each parent that `needs` one, in `adj`, parent 0 first.
 pub fn adjoint<N: Operand, A: Adjoints + ?Sized>(op: Op, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &mut [f64], needs: impl Fn(u32) -> bool, adj: &mut A) {
