@@ -12,5 +12,10 @@ pub mod core;
 mod workers;
 #[cfg(feature = "node")]
 mod binding;
+#[cfg(all(any(feature = "node", test), target_os = "linux"))]
+mod alloc;
+#[cfg(all(feature = "node", target_os = "linux"))]
+#[global_allocator]
+static ALLOCATOR: alloc::Allocator = alloc::Allocator;
 #[cfg(target_arch = "wasm32")]
 mod wasm;
