@@ -35,8 +35,12 @@ extern "C" {
 /// that finds no free entry is glibc's, zeroed by `calloc`.
 static MAPPED: [AtomicUsize; 512] = [const { AtomicUsize::new(0) }; 512];
 
-/// The entry that holds `ptr`, if it is a mapped block.
-fn entry(ptr: *mut u8) -> Option<&'static AtomicUsize> {
+/// The entry that holds `ptr`, if it is a mapped block (of `size` bytes:
+/// a smaller block is never looked for, so most frees scan nothing).
+fn entry(ptr: *mut u8, size: usize) -> Option<&'static AtomicUsize> {
+    if size < LARGE {
+        return None;
+    }
     MAPPED.iter().find(|e| e.load(Ordering::Acquire) == ptr as usize)
 }
 
@@ -69,7 +73,7 @@ unsafe impl GlobalAlloc for Allocator {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        match entry(ptr).filter(|_| layout.size() >= LARGE) {
+        match entry(ptr, layout.size()) {
             Some(e) => {
                 // Unlisted first: once unmapped, the address may be mapped anew.
                 e.store(0, Ordering::Release);
@@ -80,7 +84,7 @@ unsafe impl GlobalAlloc for Allocator {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let Some(e) = entry(ptr).filter(|_| layout.size() >= LARGE) else {
+        let Some(e) = entry(ptr, layout.size()) else {
             return System.realloc(ptr, layout, new_size);
         };
         if new_size >= LARGE {
@@ -115,19 +119,19 @@ mod tests {
         let big = Layout::from_size_align(LARGE + 8, 8).unwrap();
         unsafe {
             let p = a.alloc_zeroed(big);
-            assert!(!p.is_null() && p as usize % PAGE == 0 && entry(p).is_some(), "mapped and listed");
+            assert!(!p.is_null() && p as usize % PAGE == 0 && entry(p, big.size()).is_some(), "mapped and listed");
             let words = std::slice::from_raw_parts_mut(p.cast::<u64>(), big.size() / 8);
             assert!(words.iter().all(|&w| w == 0));
             words.iter_mut().enumerate().for_each(|(i, w)| *w = i as u64);
             // Grown: moved or not, the contents stay and the entry follows.
             let q = a.realloc(p, big, 2 * LARGE);
-            assert!(entry(q).is_some() && (q == p || entry(p).is_none()));
+            assert!(entry(q, 2 * LARGE).is_some() && (q == p || entry(p, LARGE).is_none()));
             let words = std::slice::from_raw_parts(q.cast::<u64>(), big.size() / 8);
             assert!(words.iter().enumerate().all(|(i, &w)| w == i as u64));
             // Shrunk below the threshold: glibc's block, unlisted, the head kept.
             let grown = Layout::from_size_align(2 * LARGE, 8).unwrap();
             let r = a.realloc(q, grown, 64);
-            assert!(entry(r).is_none() && entry(q).is_none());
+            assert!(entry(r, LARGE).is_none() && entry(q, LARGE).is_none());
             assert!(std::slice::from_raw_parts(r.cast::<u64>(), 8).iter().enumerate().all(|(i, &w)| w == i as u64));
             a.dealloc(r, Layout::from_size_align(64, 8).unwrap());
         }
@@ -140,11 +144,11 @@ mod tests {
             // Large but not zeroed, and zeroed but small: neither is listed.
             let big = Layout::from_size_align(LARGE, 8).unwrap();
             let p = a.alloc(big);
-            assert!(!p.is_null() && entry(p).is_none());
+            assert!(!p.is_null() && entry(p, LARGE).is_none());
             a.dealloc(p, big);
             let small = Layout::from_size_align(LARGE - 8, 8).unwrap();
             let q = a.alloc_zeroed(small);
-            assert!(!q.is_null() && entry(q).is_none());
+            assert!(!q.is_null() && entry(q, LARGE).is_none());
             a.dealloc(q, small);
         }
     }
