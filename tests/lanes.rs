@@ -454,12 +454,28 @@ fn hessian_and_jacobian_rows_in_lanes_with_x_fixed_give_the_single_results() {
             let mut fixed = p.clone();
             fixed.set(0, &x[..n]).unwrap();
             fixed.set(1, &x[n..]).unwrap();
+            let mut at = 0;
+            for slot in 4..fixed.slot_count() {
+                let size = fixed.slot_size(slot);
+                fixed.set(slot, &inputs[at..at + size]).unwrap();
+                at += size;
+            }
+            assert!(!fixed.inputs_current(), "a replica holds no computed value");
             assert!(fixed.lanes(None, 2, true).is_some(), "seed {seed}, {what}: replayed in lanes with x fixed");
+            // The nodes of the inputs alone are computed; the same bits fed again keep them.
+            assert!(fixed.inputs_current());
+            fixed.set(4, &inputs[..fixed.slot_size(4)]).unwrap();
+            assert!(fixed.inputs_current(), "seed {seed}: the same input");
+            fixed.set(0, &x[..n].iter().map(|v| v + 1.0).collect::<Vec<_>>()).unwrap();
+            assert!(fixed.inputs_current(), "seed {seed}: a parameter");
             uniform += fixed.lanes_uniform(2).unwrap() * usize::from(what == "hessian");
             let pool = Pool::new(&p);
-            // Twice: the second call replays in the lanes the replica kept, at another x.
-            for round in 0..2 {
-                let x: Vec<f64> = x.iter().map(|&v| v + round as f64).collect();
+            // Three times: the second call replays in the lanes the replica
+            // kept, at another x, with the nodes of the inputs alone as the
+            // first left them; the third with other inputs, which they follow.
+            for round in 0..3 {
+                let x: Vec<f64> = x.iter().map(|&v| v + round.min(1) as f64).collect();
+                let inputs: Vec<f64> = inputs.iter().map(|&v| if round == 2 { 0.5 * v + 0.1 } else { v }).collect();
                 let expected = if round == 0 { expected.clone() } else { units_one_at_a_time(&mut p, &x, &inputs) };
                 let mut rows = vec![f64::NAN; expected.len()];
                 // A Hessian's value and gradient at x, from a replica's sweep from its primal root.
@@ -560,4 +576,45 @@ fn a_matrix_of_no_columns_times_an_empty_vector_gives_zeros_in_lanes() {
         let (e, l) = (j / LANES, j % LANES);
         assert!(same(x, 0.0 + params[l]), "point {l}, element {e}: {x}");
     }
+}
+
+#[test]
+fn the_nodes_of_the_inputs_alone_are_computed_again_only_for_other_inputs() {
+    // A Laplace approximation's Hessian: f(v) = −½ vᵀK⁻¹v + Σ tanh(v), K
+    // an input, through its factor L (computed once per lanes, not in them).
+    let n = 6;
+    let mut g = Graph::default();
+    let v = g.leaf(Op::Leaf, Shape::Vector(n), &[]).unwrap();
+    let k = g.leaf(Op::Input, Shape::Matrix(n, n), &[]).unwrap();
+    let l = g.op(Op::Cholesky, &[k], false).unwrap();
+    let w = g.op(Op::TriangularSolve { lower: true }, &[l, v], false).unwrap();
+    let ww = g.op(Op::Dot, &[w, w], false).unwrap();
+    let half = g.leaf(Op::Const, Shape::Scalar, &[-0.5]).unwrap();
+    let quad = g.op(Op::Mul, &[half, ww], false).unwrap();
+    let t = g.op(Op::Tanh, &[v], false).unwrap();
+    let st = g.op(Op::Sum, &[t], false).unwrap();
+    let root = g.op(Op::Add, &[quad, st], false).unwrap();
+    let plan = Plan::build(&g, root, &[v], &[k]).unwrap();
+    let mut tp = plan.tangent_plan().unwrap();
+    let spd = |scale: f64| -> Vec<f64> { (0..n * n).map(|e| if e / n == e % n { 2.0 + scale } else { scale / (1.0 + (e / n + e % n) as f64) }).collect() };
+    let pool = Pool::new(&tp);
+    let x: Vec<f64> = (0..n).map(|i| 0.3 * i as f64 - 0.7).collect();
+    for (round, scale) in [0.4, 0.4, 0.9, 0.9].into_iter().enumerate() {
+        let k = spd(scale);
+        let expected = units_one_at_a_time(&mut tp, &x, &k);
+        let mut rows = vec![f64::NAN; n * n];
+        batch::units(Replicas::Pool(&pool), &x, &k, &mut rows, None).unwrap();
+        for (e, (&a, &b)) in rows.iter().zip(&expected).enumerate() {
+            assert_eq!(a.to_bits(), b.to_bits(), "round {round}, entry {e}: {a} vs {b}");
+        }
+    }
+    // The flag itself, on a copy fed by hand.
+    let mut p = tp.clone();
+    p.set(0, &x).unwrap();
+    p.set(2, &spd(0.4)).unwrap();
+    assert!(p.lanes(None, 1, true).is_some() && p.inputs_current());
+    p.set(2, &spd(0.4)).unwrap();
+    assert!(p.inputs_current(), "the same bits");
+    p.set(2, &spd(0.5)).unwrap();
+    assert!(!p.inputs_current(), "other bits");
 }

@@ -43,6 +43,10 @@ pub struct Lanes {
     arena: Arena,
     layout: Layout,
     varying: Vec<bool>,
+    /// Which nodes depend on a parameter: the others depend on inputs and
+    /// constants alone, and `lanes` computes them again only when an
+    /// input has changed (`Current::inputs`).
+    on_params: Vec<bool>,
     /// The forward steps a replay runs in lanes: those that vary and whose
     /// values the replay reads (`Plan::lane_steps`).
     steps: Vec<Step>,
@@ -135,15 +139,19 @@ impl Plan {
         let nodes = &self.graph.nodes;
         lanes.finite.iter_mut().zip(nodes).filter(|(_, n)| n.op != Op::Const).for_each(|(f, _)| _ = f.take());
         // The steps that differ from point to point run in lanes; the
-        // others once, here (a scalar step of either kind is cheap to run).
-        let (g, varying) = (&mut self.graph, &lanes.varying);
+        // others once, here (a scalar step of either kind is cheap to run),
+        // but for those of the inputs alone while the inputs are the same
+        // (a Laplace approximation's prior: the factor of K).
+        let (g, varying, again) = (&mut self.graph, &lanes.varying, |id: u32| lanes.on_params[id as usize] || !self.current.inputs);
         for step in &self.forward {
             match *step {
                 Step::Scalar(s) => g.values[s.out as usize] = scalar::value(s.formula, s.k, g.values[s.a as usize], g.values[s.b as usize]),
-                Step::Node(id) if !varying[id as usize] => eval(&g.nodes, id as usize, &mut g.values, &mut g.aux).ok()?,
+                Step::Node(id) if !varying[id as usize] && again(id) => eval(&g.nodes, id as usize, &mut g.values, &mut g.aux).ok()?,
                 Step::Node(_) => {}
             }
         }
+        // A plan in lanes has a plain layout, where nothing else writes them.
+        self.current.inputs = true;
         // A solve in lanes follows nalgebra's substitution, which a zero
         // pivot hands to another kernel: then each point goes alone.
         for t in lanes.solved.iter().map(|&t| &g.nodes[t as usize]) {
@@ -179,18 +187,8 @@ impl Plan {
         if self.graph.values.len() > MAX_LANE_VALUES || !self.plain_layout {
             return None;
         }
-        let roots: Vec<u32> = std::iter::once(self.root).chain(self.outputs.iter().copied()).collect();
-        let order = post_order_all(nodes, &roots);
-        let depends = |slots: std::ops::Range<usize>| {
-            let mut marks = vec![false; nodes.len()];
-            for node in self.params[slots].iter().filter_map(|s| s.node) {
-                marks[node as usize] = true;
-            }
-            for &id in &order {
-                marks[id as usize] |= nodes[id as usize].parents.iter().any(|&p| marks[p as usize]);
-            }
-            marks
-        };
+        let order = self.order();
+        let depends = |slots: std::ops::Range<usize>| self.depending(slots, &order);
         let (np, fixed) = (self.params.len(), fixed.min(self.params.len()));
         let varying = depends(fixed..np);
         // With fixed slots, no other slot's adjoint is read: theirs are a
@@ -209,6 +207,25 @@ impl Plan {
         fits.then_some((varying, swept))
     }
 
+    /// The nodes the root and the outputs depend on, each after its operands.
+    fn order(&self) -> Vec<u32> {
+        let roots: Vec<u32> = std::iter::once(self.root).chain(self.outputs.iter().copied()).collect();
+        post_order_all(&self.graph.nodes, &roots)
+    }
+
+    /// Which nodes depend on a parameter slot of `slots` (`order`: `Plan::order`).
+    fn depending(&self, slots: std::ops::Range<usize>, order: &[u32]) -> Vec<bool> {
+        let nodes = &self.graph.nodes;
+        let mut marks = vec![false; nodes.len()];
+        for node in self.params[slots].iter().filter_map(|s| s.node) {
+            marks[node as usize] = true;
+        }
+        for &id in order {
+            marks[id as usize] |= nodes[id as usize].parents.iter().any(|&p| marks[p as usize]);
+        }
+        marks
+    }
+
     fn new_lanes(&self, fixed: usize, sweep: bool) -> Option<Lanes> {
         let (varying, swept) = self.lane_varying(fixed, sweep)?;
         let uniform = self.uniform_adjoints(fixed, &varying, &swept);
@@ -222,7 +239,8 @@ impl Plan {
         let nodes = &self.graph.nodes;
         let in_lanes = |id: usize| matches!(nodes[id].op, Op::TriangularSolve { .. }) && (varying[id] || swept[id]);
         let solved = (0..nodes.len()).filter(|&id| in_lanes(id)).map(|id| nodes[id].parents[0]).collect();
-        Some(Lanes { arena: Arena::new(2 * size), layout, varying, steps, swept, uniform, sweep, fixed, shown, solved, first, clear, finite })
+        let on_params = self.depending(0..self.params.len(), &self.order());
+        Some(Lanes { arena: Arena::new(2 * size), layout, varying, on_params, steps, swept, uniform, sweep, fixed, shown, solved, first, clear, finite })
     }
 
     /// How many of the steps that vary a lane replay with `fixed` slots
@@ -232,6 +250,13 @@ impl Plan {
         let lanes = self.new_lanes(fixed, true)?;
         let runs = |s: &Step| matches!(*s, Step::Node(id) if lanes.varying[id as usize]);
         Some(self.forward.iter().filter(|s| runs(s)).count() - lanes.steps.iter().filter(|s| matches!(s, Step::Node(_))).count())
+    }
+
+    /// Whether the values of the nodes of the inputs alone are those of
+    /// the inputs held (`Current::inputs`): what tests check that with.
+    #[doc(hidden)]
+    pub fn inputs_current(&self) -> bool {
+        self.current.inputs
     }
 
     /// How many nodes' values and adjoints sit in the lanes of another node

@@ -16,6 +16,7 @@
 use super::error::Result;
 use adjoints::{arena_ranges, share_adjoints, sweep, AdjointArena, SharedAdjoints};
 use compact::compact;
+use current::Current;
 use super::graph::{eval, eval_factored, mark_needs, post_order, post_order_all, Graph, Node};
 use super::kernels::scalar::{self, Formula};
 use super::op::Op;
@@ -29,6 +30,7 @@ mod lane_products;
 mod adjoints;
 mod adopt;
 mod compact;
+mod current;
 mod derived;
 mod lane_base;
 mod lane_layout;
@@ -215,19 +217,6 @@ pub struct Plan {
     lanes_refused: Option<(usize, bool)>,
 }
 
-/// Whether the arena holds the values a forward replay at the arguments
-/// fed since would compute: true from `adopt_current` (the values of the
-/// trace it took) until an argument is fed other bits. A copy (a batch's
-/// replica) starts false.
-#[derive(Debug, Default)]
-struct Current(bool);
-
-impl Clone for Current {
-    fn clone(&self) -> Self {
-        Current(false)
-    }
-}
-
 impl Plan {
     /// Compact the part of `src` that reaches `root`. `params` and `inputs`
     /// are node ids of `src` (leaves); any other leaf becomes a constant
@@ -352,7 +341,7 @@ impl Plan {
         carry_chains(&mut varying);
         let factored = derived::factored(&g.nodes, &varies);
         let outputs = outputs.to_vec();
-        let current = Current(current);
+        let current = Current { values: current, inputs: false };
         Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying, factored, primal: None, names: None, current, plain_layout, colors: Default::default(), lanes_refused: None }
     }
 
@@ -396,9 +385,7 @@ impl Plan {
         }
         if let Some(node) = slot.node {
             let r = self.graph.nodes[node as usize].range();
-            if self.current.0 && !self.graph.values[r.clone()].iter().zip(data).all(|(a, b)| a.to_bits() == b.to_bits()) {
-                self.current.0 = false;
-            }
+            self.current.feed(i >= self.params.len(), &self.graph.values[r.clone()], data);
             match data {
                 // A scalar by hand: copy_from_slice called memmove even for one value.
                 [x] => self.graph.values[r.start] = *x,
@@ -410,7 +397,7 @@ impl Plan {
 
     /// Evaluate every non-constant node; the root's value after.
     pub fn forward(&mut self) -> Result<&[f64]> {
-        if std::mem::take(&mut self.current.0) {
+        if std::mem::take(&mut self.current.values) {
             let g = &self.graph;
             return Ok(&g.values[g.nodes[self.root as usize].range()]);
         }
