@@ -279,24 +279,23 @@ export function inForms(slots, shapes, flat, off) {
  */
 export function symmetric(flat, off, q, order = null) {
   const rows = new Array(q);
-  for (let i = 0; i < q; i++) rows[i] = new Array(q);
-  const at = order ?? identity(q);
-  // Each pair's mean once, written to both sides: x + y is y + x, bit for bit.
-  for (let i = 0; i < q; i++) {
-    const row = rows[i];
-    const a = off + at[i] * q;
-    for (let k = i; k < q; k++) {
-      const h = 0.5 * (flat[a + at[k]] + flat[off + at[k] * q + at[i]]);
-      row[k] = h;
-      rows[k][i] = h;
+  // Each entry the mean of the pair, row after row: x + y is y + x, bit
+  // for bit, and writing each row in order beats writing each pair's mean
+  // to both sides (q = 60: 8.3 against 13.2 µs; q = 15: 0.4 against 1.3).
+  if (order === null) {
+    for (let i = 0; i < q; i++) {
+      const row = new Array(q);
+      const a = off + i * q;
+      for (let k = 0; k < q; k++) row[k] = 0.5 * (flat[a + k] + flat[off + k * q + i]);
+      rows[i] = row;
     }
+    return rows;
+  }
+  for (let i = 0; i < q; i++) {
+    const row = new Array(q);
+    const a = off + order[i] * q;
+    for (let k = 0; k < q; k++) row[k] = 0.5 * (flat[a + order[k]] + flat[off + order[k] * q + order[i]]);
+    rows[i] = row;
   }
   return rows;
-}
-
-/** 0, 1, …, q − 1, kept for the last q asked. */
-let identityOrder = [];
-function identity(q) {
-  if (identityOrder.length !== q) identityOrder = Array.from({ length: q }, (_, i) => i);
-  return identityOrder;
 }
