@@ -1598,8 +1598,12 @@ function keyPermutation(prog, from, to) {
   return perm;
 }
 
-/** Calls of one form with x's keys reversed: the same numbers, permuted, results in the caller's key order. */
-function checkKeyOrder(prog, h, form, pt, v, res, q) {
+/**
+ * Calls of one form with x's keys reversed: the same numbers, permuted, results in the caller's key order.
+ * `ins`: the inputs exactly as `res` was called with (an empty map and none are two signatures, and a
+ * new trace at `pt` would evaluate a dead op there, as eager does).
+ */
+function checkKeyOrder(prog, h, form, pt, v, res, q, ins) {
   const keys = Object.keys(pt.params);
   if (!prog.map || keys.length < 2) return;
   counted(`keyOrder ${form}`);
@@ -1621,13 +1625,13 @@ function checkKeyOrder(prog, h, form, pt, v, res, q) {
     }
   };
   if (res.hvp?.ok) {
-    const o = attempt(`${form} hvp, keys reversed`, () => h.hvp(xr, v, jin(pt)));
+    const o = attempt(`${form} hvp, keys reversed`, () => h.hvp(xr, v, ins));
     if (!o.ok) fail(`${where}: hvp threw "${o.error.message}" where it returns in the keys' first order`, 'keyOrder');
     byKey(res.hvp.value.gradient, o.value.gradient, 'hvp gradient');
     byKey(res.hvp.value.hvp, o.value.hvp, 'hvp');
   }
   if (res.hessian?.ok && q <= HESSIAN_Q) {
-    const o = attempt(`${form} hessian, keys reversed`, () => h.hessian(xr, jin(pt)));
+    const o = attempt(`${form} hessian, keys reversed`, () => h.hessian(xr, ins));
     if (!o.ok) fail(`${where}: hessian threw "${o.error.message}" where it returns in the keys' first order`, 'keyOrder');
     byKey(res.hessian.value.gradient, o.value.gradient, 'hessian gradient');
     const H = res.hessian.value.hessian;
@@ -1640,7 +1644,7 @@ function checkKeyOrder(prog, h, form, pt, v, res, q) {
     }
   }
   if (res.jacobian?.ok) {
-    const o = attempt(`${form} jacobian, keys reversed`, () => h.jacobian(xr, jin(pt)));
+    const o = attempt(`${form} jacobian, keys reversed`, () => h.jacobian(xr, ins));
     if (!o.ok) fail(`${where}: jacobian threw "${o.error.message}" where it returns in the keys' first order`, 'keyOrder');
     const want = res.jacobian.value.map((row) => perm.map((j) => row[j]));
     try {
@@ -1819,11 +1823,11 @@ function runHigher(prog, plan) {
   if (J !== null) {
     const R2 = callAll('rebuilt', J, p2, 'p2', plan.v2, jin(p2), order, q);
     compareForms(prog, C2, R2, 'compiled vs rebuilt at p2');
-    if (plan.keysToo === 'rebuilt') checkKeyOrder(prog, J, 'rebuilt', p2, plan.v2, R2, q);
+    if (plan.keysToo === 'rebuilt') checkKeyOrder(prog, J, 'rebuilt', p2, plan.v2, R2, q, jin(p2));
   }
   crossCheck(prog, f, c, p2, 'p2', plan.v2, E2, C2, q);
-  checkKeyOrder(prog, c, 'compiled', p2, plan.v2, C2, q);
-  if (plan.keysToo === 'eager') checkKeyOrder(prog, eager, 'eager', p2, plan.v2, E2, q);
+  checkKeyOrder(prog, c, 'compiled', p2, plan.v2, C2, q, p2.inputs);
+  if (plan.keysToo === 'eager') checkKeyOrder(prog, eager, 'eager', p2, plan.v2, E2, q, p2.inputs);
   for (const o of [...Object.values(E2), ...Object.values(C2)]) if (o !== null) stats[o.ok ? 'returned' : 'threw']++;
 }
 
