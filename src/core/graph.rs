@@ -119,12 +119,18 @@ pub fn batched(op: Op) -> bool {
     scalar::has_formula(op) || matches!(op, Op::Sum | Op::Mean | Op::Dot | Op::Matmul)
 }
 
+/// Node `node`'s operands as its forward rule reads them, from the arena
+/// around its value, and that value to write.
+fn operands_and_value<'a>(nodes: &'a [Node], node: &'a Node, values: &'a mut [f64]) -> (Inputs<'a, Node>, &'a mut [f64]) {
+    let (lower, upper) = values.split_at_mut(node.val);
+    let (out, above) = upper.split_at_mut(node.shape.size());
+    (Inputs { operands: nodes, parents: &node.parents, values: lower, above, above_from: node.val + node.shape.size() }, out)
+}
+
 /// Evaluate node `id` from its parents' values.
 pub fn eval(nodes: &[Node], id: usize, values: &mut [f64], aux: &mut [f64]) -> Result<()> {
     let node = &nodes[id];
-    let (lower, upper) = values.split_at_mut(node.val);
-    let (out, above) = upper.split_at_mut(node.shape.size());
-    let p = Inputs { operands: nodes, parents: &node.parents, values: lower, above, above_from: node.val + node.shape.size() };
+    let (p, out) = operands_and_value(nodes, node, values);
     rules::forward(node.op, &p, out, &mut aux[node.aux..node.aux + node.aux_len])
 }
 
@@ -133,9 +139,7 @@ pub fn eval(nodes: &[Node], id: usize, values: &mut [f64], aux: &mut [f64]) -> R
 pub fn eval_factored(nodes: &[Node], id: usize, values: &mut [f64], aux: &[f64]) {
     let node = &nodes[id];
     debug_assert_eq!(node.op, crate::core::op::Op::SolveGeneral);
-    let (lower, upper) = values.split_at_mut(node.val);
-    let (out, above) = upper.split_at_mut(node.shape.size());
-    let p = Inputs { operands: nodes, parents: &node.parents, values: lower, above, above_from: node.val + node.shape.size() };
+    let (p, out) = operands_and_value(nodes, node, values);
     rules::solve_factored(&p, out, &aux[node.aux..node.aux + node.aux_len])
 }
 

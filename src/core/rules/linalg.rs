@@ -33,18 +33,18 @@ pub(super) fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &
         Op::TriangularSolve { lower } => linalg::triangular_solve(v(0), n, lower, v(1), rhs_cols(p.shape(1)), out),
         Op::SolveGeneral => {
             let (lu, rest) = aux.split_at_mut(n * n);
-            let perm = &mut rest[..n];
-            linalg::lu_factor(v(0), n, lu, perm)?;
-            linalg::lu_solve(lu, perm, n, v(1), rhs_cols(p.shape(1)), out)
+            linalg::lu_factor(v(0), n, lu, &mut rest[..n])?;
+            solve_factored(p, out, aux)
         }
         _ => unreachable!("{} is not a factorization or solve", op.name()),
     }
     Ok(())
 }
 
-/// A solveGeneral's value from the LU factors its last `forward` left in
-/// `aux`, where its matrix has not changed since (a tangent plan's solve
-/// by the primal matrix, replayed per direction: `Plan::forward_tangent`).
+/// A solveGeneral's value from the LU factors in `aux`: `forward`'s own
+/// second half, and all of it where the matrix has not changed since the
+/// last (a tangent plan's solve by the primal matrix, replayed per
+/// direction: `Plan::forward_tangent`).
 pub(super) fn solve_factored<N: Operand>(p: &Inputs<N>, out: &mut [f64], aux: &[f64]) {
     let n = p.shape(0).rows_cols().0;
     let (lu, rest) = aux.split_at(n * n);
