@@ -55,7 +55,7 @@ impl Plan {
     /// with `fixed` slots: what tests check that with.
     #[doc(hidden)]
     pub fn lanes_uniform(&self, fixed: usize) -> Option<usize> {
-        let (varying, swept) = self.lane_varying(fixed, true)?;
+        let (varying, swept, _) = self.lane_varying(fixed, true)?;
         Some(self.uniform_adjoints(fixed, &varying, &swept).same.iter().filter(|&&s| s).count())
     }
 

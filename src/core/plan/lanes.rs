@@ -43,10 +43,10 @@ pub struct Lanes {
     arena: Arena,
     layout: Layout,
     varying: Vec<bool>,
-    /// Which nodes depend on a parameter: the others depend on inputs and
-    /// constants alone, and `lanes` computes them again only when an
-    /// input has changed (`Current::inputs`).
-    on_params: Vec<bool>,
+    /// Which nodes depend on the fixed slots. One that neither varies nor
+    /// does depends on inputs and constants alone, and `lanes` computes it
+    /// again only when an input has changed (`Current::inputs`).
+    on_fixed: Vec<bool>,
     /// The forward steps a replay runs in lanes: those that vary and whose
     /// values the replay reads (`Plan::lane_steps`).
     steps: Vec<Step>,
@@ -142,7 +142,7 @@ impl Plan {
         // others once, here (a scalar step of either kind is cheap to run),
         // but for those of the inputs alone while the inputs are the same
         // (a Laplace approximation's prior: the factor of K).
-        let (g, varying, again) = (&mut self.graph, &lanes.varying, |id: u32| lanes.on_params[id as usize] || !self.current.inputs);
+        let (g, varying, again) = (&mut self.graph, &lanes.varying, |id: u32| lanes.on_fixed[id as usize] || !self.current.inputs);
         for step in &self.forward {
             match *step {
                 Step::Scalar(s) => g.values[s.out as usize] = scalar::value(s.formula, s.k, g.values[s.a as usize], g.values[s.b as usize]),
@@ -178,19 +178,29 @@ impl Plan {
         self.lane_varying(0, true).is_some()
     }
 
-    /// `Lanes::varying` and `Lanes::swept`, if the plan is small and each
-    /// of those nodes has a lane kernel. Varying: what depends on a
-    /// parameter past the first `fixed` slots (outputs included, which the
-    /// forward steps compute too).
-    pub(super) fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>)> {
+    /// `Lanes::varying`, `Lanes::swept` and `Lanes::on_fixed`, if the plan
+    /// is small and each node that varies or is swept has a lane kernel.
+    /// Varying: what depends on a parameter past the first `fixed` slots
+    /// (outputs included, which the forward steps compute too).
+    pub(super) fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>, Vec<bool>)> {
         let nodes = &self.graph.nodes;
         if self.graph.values.len() > MAX_LANE_VALUES || !self.plain_layout {
             return None;
         }
-        let order = self.order();
-        let depends = |slots: std::ops::Range<usize>| self.depending(slots, &order);
+        let roots: Vec<u32> = std::iter::once(self.root).chain(self.outputs.iter().copied()).collect();
+        let order = post_order_all(nodes, &roots);
+        let depends = |slots: std::ops::Range<usize>| {
+            let mut marks = vec![false; nodes.len()];
+            for node in self.params[slots].iter().filter_map(|s| s.node) {
+                marks[node as usize] = true;
+            }
+            for &id in &order {
+                marks[id as usize] |= nodes[id as usize].parents.iter().any(|&p| marks[p as usize]);
+            }
+            marks
+        };
         let (np, fixed) = (self.params.len(), fixed.min(self.params.len()));
-        let varying = depends(fixed..np);
+        let (varying, on_fixed) = (depends(fixed..np), depends(0..fixed));
         // With fixed slots, no other slot's adjoint is read: theirs are a
         // Hessian's or a reverse Jacobian's rows, the others' ∇f at every
         // point. Nothing that leads only to those is swept, here or once
@@ -198,36 +208,14 @@ impl Plan {
         let swept = match (sweep, fixed) {
             (false, _) => vec![false; nodes.len()],
             (true, 0) => (0..nodes.len()).map(|i| varying[i] && self.needs[i]).collect(),
-            (true, _) => {
-                let on_fixed = depends(0..fixed);
-                (0..nodes.len()).map(|i| on_fixed[i] && self.needs[i]).collect()
-            }
+            (true, _) => (0..nodes.len()).map(|i| on_fixed[i] && self.needs[i]).collect(),
         };
         let fits = (0..nodes.len()).all(|id| !(varying[id] || swept[id]) || node_fits(nodes, id, &varying));
-        fits.then_some((varying, swept))
-    }
-
-    /// The nodes the root and the outputs depend on, each after its operands.
-    fn order(&self) -> Vec<u32> {
-        let roots: Vec<u32> = std::iter::once(self.root).chain(self.outputs.iter().copied()).collect();
-        post_order_all(&self.graph.nodes, &roots)
-    }
-
-    /// Which nodes depend on a parameter slot of `slots` (`order`: `Plan::order`).
-    fn depending(&self, slots: std::ops::Range<usize>, order: &[u32]) -> Vec<bool> {
-        let nodes = &self.graph.nodes;
-        let mut marks = vec![false; nodes.len()];
-        for node in self.params[slots].iter().filter_map(|s| s.node) {
-            marks[node as usize] = true;
-        }
-        for &id in order {
-            marks[id as usize] |= nodes[id as usize].parents.iter().any(|&p| marks[p as usize]);
-        }
-        marks
+        fits.then_some((varying, swept, on_fixed))
     }
 
     fn new_lanes(&self, fixed: usize, sweep: bool) -> Option<Lanes> {
-        let (varying, swept) = self.lane_varying(fixed, sweep)?;
+        let (varying, swept, on_fixed) = self.lane_varying(fixed, sweep)?;
         let uniform = self.uniform_adjoints(fixed, &varying, &swept);
         let (first, clear) = self.first_terms(&swept, &uniform);
         let read_back = self.read_back(&swept, &uniform);
@@ -239,8 +227,7 @@ impl Plan {
         let nodes = &self.graph.nodes;
         let in_lanes = |id: usize| matches!(nodes[id].op, Op::TriangularSolve { .. }) && (varying[id] || swept[id]);
         let solved = (0..nodes.len()).filter(|&id| in_lanes(id)).map(|id| nodes[id].parents[0]).collect();
-        let on_params = self.depending(0..self.params.len(), &self.order());
-        Some(Lanes { arena: Arena::new(2 * size), layout, varying, on_params, steps, swept, uniform, sweep, fixed, shown, solved, first, clear, finite })
+        Some(Lanes { arena: Arena::new(2 * size), layout, varying, on_fixed, steps, swept, uniform, sweep, fixed, shown, solved, first, clear, finite })
     }
 
     /// How many of the steps that vary a lane replay with `fixed` slots
