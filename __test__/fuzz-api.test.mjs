@@ -462,14 +462,14 @@ function model(op, ss, extra = {}) {
         if (ss.length === 0) return bad('concat empty');
         if (a.length < 2) {
           if (!ss.every((s) => s.length < 2)) return bad('concat ranks');
-          return [ss.reduce((t, s) => t + sizeOf(s), 0)];
+          return [exactSum(ss.map(sizeOf))];
         }
         if (!ss.every((s) => s.length === 2)) return bad('concat ranks');
         const axis = extra.axis ?? 0;
         if (axis !== 0 && axis !== 1) return bad('concat axis');
         const other = 1 - axis;
         if (!ss.every((s) => s[other] === a[other])) return bad('concat agree');
-        const total = ss.reduce((t, s) => t + s[axis], 0);
+        const total = exactSum(ss.map((s) => s[axis]));
         return axis === 0 ? [total, a[1]] : [a[0], total];
       }
       case 'triangularSolve':
@@ -493,6 +493,14 @@ function model(op, ss, extra = {}) {
   if (sizeOf(r) > CAP || r.some((d) => d >= 2 ** 64)) return bad('too large');
   return r;
 }
+
+/**
+ * The sum of whole dimensions as the core adds them: exactly (in 64 bits), rounded once when
+ * it becomes a JavaScript number. Summed as numbers, 1 + 2^53 + 1 gave 2^53 where the core
+ * says 2^53 + 2 (seed 1211, case 58301: a concat of empty [0×1], [0×2^53] and [0×1]).
+ */
+const exactSum = (dims) =>
+  dims.every(Number.isInteger) ? Number(dims.reduce((t, d) => t + BigInt(d), 0n)) : dims.reduce((t, d) => t + d, 0);
 
 /** Whether a shape (of a leaf or a result) may be refused as too large by the build. */
 const tooWide = (s) => (WASM && s.some((d) => d > WASM_DIM)) || s.some((d) => d > 2 ** 53);
