@@ -44,6 +44,11 @@ pub(crate) use crate::core::widest::widest;
 pub struct Layout {
     pub value: Vec<usize>,
     pub adjoint: Vec<usize>,
+    /// Per node, whether lane steps read its value from the plan's own
+    /// arena, one value per element splatted across the lanes, rather than
+    /// from lanes written with it (`Plan::layout`): a vector that does not
+    /// vary and that only elementwise forward steps read.
+    pub flat: Vec<bool>,
 }
 
 /// The lanes of a replay: every value, then every adjoint, each where

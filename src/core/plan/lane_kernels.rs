@@ -216,13 +216,31 @@ pub fn forward(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &
         op => {
             let Some((f, k)) = Formula::of(op) else { unreachable!("a laned node's op has a lane kernel") };
             let (xa, xb, bc) = operands(nodes, node, &layout.value);
+            // An operand that does not vary may be read from the plan's arena
+            // (`Layout::flat`), a value an element for every lane.
+            let flat = |p: u32| layout.flat[p as usize].then(|| &uniform[nodes[p as usize].range()]);
+            let (fx, fy) = (flat(node.parents[0]), flat(node.parents[node.parents.len() - 1]));
             with_constant_steps!(bc, <X, Y> {
                 let (x, y) = (operand::<X>(v, xa, n), operand::<Y>(v, xb, n));
-                with_constant_formula!(f, |c| {
-                    each_index!(n, |e| {
+                with_constant_formula!(f, |c| match (fx, fy) {
+                    (None, None) => each_index!(n, |e| {
                         let (x, y) = (nth::<X>(x, e), nth::<Y>(y, e));
                         out[e].set(lanewise!(|l| scalar::value(c, k, x[l], y[l])));
-                    })
+                    }),
+                    (Some(fx), _) => {
+                        let fx = &fx[..n];
+                        each_index!(n, |e| {
+                            let (x, y) = (fx[e], nth::<Y>(y, e));
+                            out[e].set(lanewise!(|l| scalar::value(c, k, x, y[l])));
+                        })
+                    }
+                    (None, Some(fy)) => {
+                        let fy = &fy[..n];
+                        each_index!(n, |e| {
+                            let (x, y) = (nth::<X>(x, e), fy[e]);
+                            out[e].set(lanewise!(|l| scalar::value(c, k, x[l], y)));
+                        })
+                    }
                 })
             })
         }

@@ -37,7 +37,8 @@ impl Plan {
         let mut readers = vec![0usize; nodes.len()];
         forward.iter().flat_map(|&id| &nodes[id].parents).for_each(|&p| readers[p as usize] += 1);
         let size = self.graph.values.len();
-        let mut layout = Layout { value: nodes.iter().map(|n| n.val).collect(), adjoint: nodes.iter().map(|n| size + n.val).collect() };
+        let flat = vec![false; nodes.len()];
+        let mut layout = Layout { value: nodes.iter().map(|n| n.val).collect(), adjoint: nodes.iter().map(|n| size + n.val).collect(), flat };
         for &id in &forward {
             let node = &nodes[id];
             let mine = |p: &&u32| node.parents.iter().filter(|q| q == p).count();
@@ -73,10 +74,19 @@ impl Plan {
                 }
             }
         }
-        // The fixed values a lane step reads: scalars (scalar steps name them) and the vectors read.
-        let shown = (0..nodes.len()).filter(|&id| !varying[id] && nodes[id].shape.rank() <= 1);
+        // The fixed values a lane step reads: scalars (scalar steps name
+        // them) and the vectors read, but those that only elementwise forward
+        // steps read, which read them from the plan's arena instead (a tall
+        // Jacobian's 300-vectors were six of 64 bytes an element, each call).
+        let mut whole = vec![false; nodes.len()];
+        forward.iter().filter(|&&id| Formula::of(nodes[id].op).is_none()).flat_map(|&id| &nodes[id].parents).for_each(|&p| whole[p as usize] = true);
+        for id in (0..nodes.len()).filter(|&id| !varying[id] && nodes[id].shape.rank() == 1 && nodes[id].shape.size() > 1) {
+            layout.flat[id] = readers[id] > 0 && !whole[id] && !read_back[id];
+        }
+        let shown = (0..nodes.len()).filter(|&id| !varying[id] && nodes[id].shape.rank() <= 1 && !layout.flat[id]);
         let shown = shown.filter(|&id| nodes[id].shape == Shape::Scalar || readers[id] > 0 || read_back[id]);
-        (layout, shown.map(|id| id as u32).collect())
+        let shown = shown.map(|id| id as u32).collect();
+        (layout, shown)
     }
 
     /// Which values the lane steps of the backward sweep read: each
