@@ -173,9 +173,14 @@ const BUILD_OUTPUT = /^(binding\.(cjs|d\.ts)|grad\.[^/]+\.node|src\/js\/grad\.wa
 // 2,225,000 for sparse Jacobians (src/core/pattern.rs: the addon +32 KB,
 // the tarball +6.5 KB, to 2,231,476), and on 2026-12-05 from 2,250,000 for
 // triangular solves in lanes (their kernels compiled once per vector width,
-// out of line: the addon +3.7 KB; with the sources, to 2,252,015).
-const PACKED_BUDGET = 2_275_000;
-const UNPACKED_BUDGET = 7_950_000;
+// out of line: the addon +3.7 KB; with the sources, to 2,252,015). Raised
+// again on 2026-12-05 from 2,275,000 and 7,950,000 for lane kernels that read
+// values and adjoints the same in every lane from the plan's arenas
+// (lane_kernels.rs: each elementwise loop compiled for those operands too, per
+// vector width: the addon +460 KB, the tarball to 2,387,140 and 8,190,329),
+// which made a 300×6 Jacobian 21% and a 15×15 Hessian ~10% faster.
+const PACKED_BUDGET = 2_425_000;
+const UNPACKED_BUDGET = 8_350_000;
 
 test('the tarball holds only what the package means to ship, within its size budget', () => {
   const unexpected = packedFiles.filter((f) => !SHIPPED.some((re) => re.test(f)));

@@ -618,3 +618,43 @@ fn the_nodes_of_the_inputs_alone_are_computed_again_only_for_other_inputs() {
     p.set(2, &spd(0.5)).unwrap();
     assert!(!p.inputs_current(), "other bits");
 }
+
+#[test]
+fn values_and_adjoints_read_from_the_plans_arenas_give_the_single_results() {
+    // Hessians whose lane steps read vectors that do not vary, and adjoints
+    // the same in every lane, from the plan's arenas (`Layout::flat`,
+    // `Layout::flat_adjoint`): Σ lgamma(v), whose every same adjoint is
+    // read so (the uniform sweep must still run), and Σ c ⊙ tanh(v) · exp(v)
+    // with c an input. Bit for bit against a replay per direction.
+    let n = 11;
+    for case in 0..2 {
+        let mut g = Graph::default();
+        let v = g.leaf(Op::Leaf, Shape::Vector(n), &[]).unwrap();
+        let c = g.leaf(Op::Input, Shape::Vector(n), &[]).unwrap();
+        let body = if case == 0 {
+            g.op(Op::Lgamma, &[v], false).unwrap()
+        } else {
+            let t = g.op(Op::Tanh, &[v], false).unwrap();
+            let e = g.op(Op::Exp, &[v], false).unwrap();
+            let ct = g.op(Op::Mul, &[c, t], false).unwrap();
+            g.op(Op::Mul, &[ct, e], false).unwrap()
+        };
+        let root = g.op(Op::Sum, &[body], false).unwrap();
+        let plan = Plan::build(&g, root, &[v], &[c]).unwrap();
+        let mut tp = plan.tangent_plan().unwrap();
+        let (values, adjoints) = tp.lanes_flat(1).unwrap();
+        assert!(adjoints > 0, "case {case}: an adjoint read from the plan's arena");
+        assert!(case == 0 || values > 0, "case {case}: a value read from the plan's arena");
+        let pool = Pool::new(&tp);
+        for round in 0..3 {
+            let x: Vec<f64> = (0..n).map(|i| 0.4 + 0.3 * i as f64 + round as f64).collect();
+            let inputs: Vec<f64> = (0..n).map(|i| 1.0 - 0.1 * (i + round) as f64).collect();
+            let expected = units_one_at_a_time(&mut tp, &x, &inputs);
+            let mut rows = vec![f64::NAN; n * n];
+            batch::units(Replicas::Pool(&pool), &x, &inputs, &mut rows, None).unwrap();
+            for (e, (&a, &b)) in rows.iter().zip(&expected).enumerate() {
+                assert_eq!(a.to_bits(), b.to_bits(), "case {case}, round {round}, entry {e}: {a} vs {b}");
+            }
+        }
+    }
+}

@@ -49,6 +49,10 @@ pub struct Layout {
     /// from lanes written with it (`Plan::layout`): a vector that does not
     /// vary and that only elementwise forward steps read.
     pub flat: Vec<bool>,
+    /// Per node, whether its own elementwise lane step reads its adjoint,
+    /// the same in every lane, from the plan's adjoint arena, where the
+    /// sweep of such adjoints leaves it (`Uniform::flat`).
+    pub flat_adjoint: Vec<bool>,
 }
 
 /// The lanes of a replay: every value, then every adjoint, each where

@@ -222,25 +222,27 @@ pub fn forward(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &
             let (fx, fy) = (flat(node.parents[0]), flat(node.parents[node.parents.len() - 1]));
             with_constant_steps!(bc, <X, Y> {
                 let (x, y) = (operand::<X>(v, xa, n), operand::<Y>(v, xb, n));
+                // (A flat operand has an element per output element: with `X`
+                // or `Y` false the arm is never taken, and not compiled.)
                 with_constant_formula!(f, |c| match (fx, fy) {
-                    (None, None) => each_index!(n, |e| {
-                        let (x, y) = (nth::<X>(x, e), nth::<Y>(y, e));
-                        out[e].set(lanewise!(|l| scalar::value(c, k, x[l], y[l])));
-                    }),
-                    (Some(fx), _) => {
+                    (Some(fx), _) if X => {
                         let fx = &fx[..n];
                         each_index!(n, |e| {
                             let (x, y) = (fx[e], nth::<Y>(y, e));
                             out[e].set(lanewise!(|l| scalar::value(c, k, x, y[l])));
                         })
                     }
-                    (None, Some(fy)) => {
+                    (None, Some(fy)) if Y => {
                         let fy = &fy[..n];
                         each_index!(n, |e| {
                             let (x, y) = (nth::<X>(x, e), fy[e]);
                             out[e].set(lanewise!(|l| scalar::value(c, k, x[l], y)));
                         })
                     }
+                    _ => each_index!(n, |e| {
+                        let (x, y) = (nth::<X>(x, e), nth::<Y>(y, e));
+                        out[e].set(lanewise!(|l| scalar::value(c, k, x[l], y[l])));
+                    }),
                 })
             })
         }
@@ -249,9 +251,11 @@ pub fn forward(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &
 
 /// A laned node's adjoint accumulated into each parent that `takes` one,
 /// in the order and by the expressions of `rules::adjoint`; written,
-/// where it is a parent's `first` term. `v` holds values and adjoints.
+/// where it is a parent's `first` term. `v` holds values and adjoints in
+/// lanes; `uniform` and `adjoints` are the plan's own arenas.
 #[inline(always)]
-pub fn adjoint(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &[Cell<Lane>], takes: impl Fn(u32) -> bool, first: &[Term]) {
+#[allow(clippy::too_many_arguments)]
+pub fn adjoint(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], adjoints: &[f64], v: &[Cell<Lane>], takes: impl Fn(u32) -> bool, first: &[Term]) {
     let node = &nodes[id];
     let n = node.shape.size();
     let g = &v[layout.adjoint[id]..][..n];
@@ -308,12 +312,17 @@ pub fn adjoint(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &
                 let Some((f, kexp)) = Formula::of(op) else { unreachable!("a laned node's op has a lane kernel") };
                 let (xa, xb, bc) = operands(nodes, node, &layout.value);
                 let o = &v[layout.value[id]..][..n];
+                // An adjoint the same in every lane may be read from the plan's
+                // adjoint arena (`Layout::flat_adjoint`), a value an element.
+                let flat = if layout.flat_adjoint[id] { &adjoints[node.range()] } else { &[][..] };
                 // Each formula, operand and broadcast a constant, so each loop is straight vector code.
                 with_constant_steps!(bc, <X, Y> {
                     let (x, y) = (operand::<X>(v, xa, n), operand::<Y>(v, xb, n));
-                    with_constant_formula!(f, |c| match k {
-                        0 => terms::<0, X, Y>(c, kexp, [x, y, o, g], to, write),
-                        _ => terms::<1, X, Y>(c, kexp, [x, y, o, g], to, write),
+                    with_constant_formula!(f, |c| match (k, flat.is_empty()) {
+                        (0, true) => terms::<0, X, Y, false>(c, kexp, [x, y, o, g], flat, to, write),
+                        (0, false) => terms::<0, X, Y, true>(c, kexp, [x, y, o, g], flat, to, write),
+                        (_, true) => terms::<1, X, Y, false>(c, kexp, [x, y, o, g], flat, to, write),
+                        (_, false) => terms::<1, X, Y, true>(c, kexp, [x, y, o, g], flat, to, write),
                     })
                 })
             }
@@ -324,10 +333,12 @@ pub fn adjoint(nodes: &[Node], id: usize, layout: &Layout, uniform: &[f64], v: &
 /// Operand `I`'s terms of formula `f`'s adjoint added to its adjoint `to`,
 /// as `binary_adjoint` and `unary_adjoint` add them: element by element, or
 /// summed (`sum_by`) into a broadcast scalar. `[x, y, o, g]` are the
-/// operands (cut by `operand`), the node's value and its adjoint.
+/// operands (cut by `operand`), the node's value and its adjoint; with
+/// `G`, the adjoint is `flat` instead, one value an element for every lane.
 #[inline(always)]
-fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Cell<Lane>]; 4], to: &[Cell<Lane>], write: bool) {
+fn terms<const I: usize, const X: bool, const Y: bool, const G: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Cell<Lane>]; 4], flat: &[f64], to: &[Cell<Lane>], write: bool) {
     let n = g.len();
+    let flat = if G { &flat[..n] } else { flat };
     // A broadcast operand copied where the loop's writes to `to` cannot
     // reach it, so that what the formula computes from it alone (a
     // divisor's reciprocal) is computed once, before the loop.
@@ -342,24 +353,25 @@ fn terms<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y
         let mut e = 0;
         while e < body {
             for (j, sj) in s.iter_mut().enumerate() {
-                add_to(sj, &term::<I, X, Y>(f, k, [x, y, o, g], e + j));
+                add_to(sj, &term::<I, X, Y, G>(f, k, [x, y, o, g], flat, e + j));
             }
             e += 4;
         }
         let mut total = lanewise!(|l| (s[0][l] + s[1][l]) + (s[2][l] + s[3][l]));
         for e in body..n {
-            add_to(&mut total, &term::<I, X, Y>(f, k, [x, y, o, g], e));
+            add_to(&mut total, &term::<I, X, Y, G>(f, k, [x, y, o, g], flat, e));
         }
         take(&to[0], &total, write);
     } else {
         let to = &to[..n];
-        each_index!(n, |e| take(&to[e], &term::<I, X, Y>(f, k, [x, y, o, g], e), write));
+        each_index!(n, |e| take(&to[e], &term::<I, X, Y, G>(f, k, [x, y, o, g], flat, e), write));
     }
 }
 
 /// Output element `e`'s term of operand `I`, lane by lane.
 #[inline(always)]
-fn term<const I: usize, const X: bool, const Y: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Cell<Lane>]; 4], e: usize) -> Lane {
-    let (x, y, o, g) = (nth::<X>(x, e), nth::<Y>(y, e), o[e].get(), g[e].get());
+fn term<const I: usize, const X: bool, const Y: bool, const G: bool>(f: Formula, k: f64, [x, y, o, g]: [&[Cell<Lane>]; 4], flat: &[f64], e: usize) -> Lane {
+    let g = if G { [flat[e]; LANES] } else { g[e].get() };
+    let (x, y, o) = (nth::<X>(x, e), nth::<Y>(y, e), o[e].get());
     lanewise!(|l| scalar::partial(f, k, I, x[l], y[l], o[l], g[l]))
 }

@@ -37,8 +37,8 @@ impl Plan {
         let mut readers = vec![0usize; nodes.len()];
         forward.iter().flat_map(|&id| &nodes[id].parents).for_each(|&p| readers[p as usize] += 1);
         let size = self.graph.values.len();
-        let flat = vec![false; nodes.len()];
-        let mut layout = Layout { value: nodes.iter().map(|n| n.val).collect(), adjoint: nodes.iter().map(|n| size + n.val).collect(), flat };
+        let (flat, flat_adjoint) = (vec![false; nodes.len()], uniform.flat.clone());
+        let mut layout = Layout { value: nodes.iter().map(|n| n.val).collect(), adjoint: nodes.iter().map(|n| size + n.val).collect(), flat, flat_adjoint };
         for &id in &forward {
             let node = &nodes[id];
             let mine = |p: &&u32| node.parents.iter().filter(|q| q == p).count();

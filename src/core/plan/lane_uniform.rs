@@ -30,6 +30,10 @@ pub(super) struct Uniform {
     clear: Vec<(usize, usize)>,
     /// Those a lane step or a gradient's copy reads: written into every lane.
     shown: Vec<u32>,
+    /// Those an elementwise lane step alone reads, from the plan's arena
+    /// instead (`Layout::flat_adjoint`): the regression Hessian's three
+    /// 340-vectors were 64 bytes an element of stores, each call.
+    pub flat: Vec<bool>,
 }
 
 /// Whether the term of `node`'s adjoint to operand `k` reads a value that
@@ -108,7 +112,7 @@ impl Plan {
         }
         // A step runs here if it gives a term to an adjoint that is the
         // same, and in lanes (reading its own, written there) if to one that is not.
-        let (mut steps, mut shown) = (Vec::new(), Vec::new());
+        let (mut steps, mut shown, mut flat) = (Vec::new(), Vec::new(), vec![false; nodes.len()]);
         for step in &self.backward {
             let (out, to) = match *step {
                 Step::Scalar(s) => {
@@ -125,19 +129,24 @@ impl Plan {
                 steps.push(*step);
             }
             if same[out] && to.iter().any(|&s| !s) {
-                shown.push(out as u32);
+                let node = &nodes[out];
+                match *step {
+                    Step::Node(_) if Formula::of(node.op).is_some() && node.shape.size() > 1 => flat[out] = true,
+                    _ => shown.push(out as u32),
+                }
             }
         }
         shown.extend(self.params.iter().filter_map(|s| s.node).filter(|&p| same[p as usize]));
         let clear = arena_ranges(nodes, |id| same[id]);
-        Uniform { same, same_at, steps, clear, shown }
+        Uniform { same, same_at, steps, clear, shown, flat }
     }
 
     /// The adjoints that are the same in every lane, swept once in the
-    /// plan's own arena from the values `lanes` computed, and written into
-    /// every lane of `v` where `adjoint` places them.
+    /// plan's own arena from the values `lanes` computed (where `flat`
+    /// ones are read), and written into every lane of `v` where `adjoint`
+    /// places them.
     pub(super) fn sweep_uniform(&mut self, u: &Uniform, adjoint: &[usize], v: &[Cell<Lane>]) {
-        if u.shown.is_empty() {
+        if u.shown.is_empty() && !u.flat.contains(&true) {
             return;
         }
         let adj = &mut self.adj.0;

@@ -35,7 +35,7 @@ mod vectors {
         false
     }
     pub fn forward(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>], _: &[OnceCell<bool>]) {}
-    pub fn adjoint(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[Cell<Lane>], _: impl Fn(u32) -> bool, _: &[Term]) {}
+    pub fn adjoint(_: &[Node], _: usize, _: &Layout, _: &[f64], _: &[f64], _: &[Cell<Lane>], _: impl Fn(u32) -> bool, _: &[Term]) {}
 }
 
 /// The arenas of a lane replay, and which nodes differ from point to point.
@@ -255,6 +255,16 @@ impl Plan {
         Some(moved(&lanes.layout.value, 0) + moved(&lanes.layout.adjoint, self.graph.values.len()))
     }
 
+    /// How many nodes' values and adjoints the lane kernels read from the
+    /// plan's arenas (`Layout::flat`, `Layout::flat_adjoint`), with `fixed`
+    /// slots and a sweep: what tests check that path is taken with.
+    #[doc(hidden)]
+    pub fn lanes_flat(&self, fixed: usize) -> Option<(usize, usize)> {
+        let lanes = self.new_lanes(fixed, true)?;
+        let count = |v: &[bool]| v.iter().filter(|&&f| f).count();
+        Some((count(&lanes.layout.flat), count(&lanes.layout.flat_adjoint)))
+    }
+
     /// Replay `n` points (1 ≤ n ≤ LANES) in lanes: `params` holds them one
     /// after another, `width` values each, slot after slot (the fixed slots
     /// too, unread); their values go to `values` and their gradients, laid
@@ -366,7 +376,7 @@ impl Plan {
                         lane_partials(s.formula, s.k, 1, operands, &scalar_adj[b]);
                     }
                 }
-                Step::Node(id) if swept[id as usize] => vectors::adjoint(nodes, id as usize, layout, uniform, v, takes, first),
+                Step::Node(id) if swept[id as usize] => vectors::adjoint(nodes, id as usize, layout, uniform, &self.adj.0, v, takes, first),
                 Step::Node(_) => {}
             }
         }
