@@ -34,6 +34,9 @@ pub(super) struct Uniform {
     /// instead (`Layout::flat_adjoint`): the regression Hessian's three
     /// 340-vectors were 64 bytes an element of stores, each call.
     pub flat: Vec<bool>,
+    /// Whether any lane step or copy reads what the sweep gives (some are
+    /// shown or flat): else `sweep_uniform` skips it.
+    read: bool,
 }
 
 /// Whether the term of `node`'s adjoint to operand `k` reads a value that
@@ -138,7 +141,8 @@ impl Plan {
         }
         shown.extend(self.params.iter().filter_map(|s| s.node).filter(|&p| same[p as usize]));
         let clear = arena_ranges(nodes, |id| same[id]);
-        Uniform { same, same_at, steps, clear, shown, flat }
+        let read = !shown.is_empty() || flat.contains(&true);
+        Uniform { same, same_at, steps, clear, shown, flat, read }
     }
 
     /// The adjoints that are the same in every lane, swept once in the
@@ -146,7 +150,7 @@ impl Plan {
     /// ones are read), and written into every lane of `v` where `adjoint`
     /// places them.
     pub(super) fn sweep_uniform(&mut self, u: &Uniform, adjoint: &[usize], v: &[Cell<Lane>]) {
-        if u.shown.is_empty() && !u.flat.contains(&true) {
+        if !u.read {
             return;
         }
         let adj = &mut self.adj.0;
