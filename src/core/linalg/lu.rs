@@ -1,7 +1,8 @@
 //! LU with partial pivoting, its solves and its adjoint's outer product,
 //! hand-written on row-major slices.
 
-use super::{axpy, dot, solve_lower_in_place, solve_upper_in_place};
+use super::{axpy, dot, dot4, solve_lower_in_place, solve_upper_in_place, BLOCK};
+use smallvec::SmallVec;
 use crate::core::error::Result;
 
 /// LU factorization with partial pivoting, P A = L U, stored compactly in
@@ -97,59 +98,67 @@ pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut
 ///
 /// Aᵀ = Uᵀ Lᵀ P, so Uᵀ Z = C, Lᵀ W = Z, Y = Pᵀ W (Y[perm[i]] = W[i]).
 /// The solves run directly in the permuted layout (row i of W lives in row
-/// perm[i] of Y), so no scratch is needed. An invalid `perm` gives all NaN.
+/// perm[i] of Y), so no scratch is needed. Row by row: each row takes its
+/// terms in the order a column-by-column substitution would give them
+/// (`sub_rows`), with its entries in registers throughout. An invalid
+/// `perm` gives all NaN.
 pub fn lu_solve_transpose(lu: &[f64], perm: &[f64], n: usize, c: &[f64], k: usize, y: &mut [f64]) {
     let y = &mut y[..n * k];
-    if (0..n).any(|i| perm_index(perm, i, n).is_none()) {
+    let Some(q) = (0..n).map(|i| perm_index(perm, i, n)).collect::<Option<SmallVec<[usize; 16]>>>() else {
         y.fill(f64::NAN);
         return;
-    }
-    let q = |i: usize| perm[i] as usize; // valid: checked above
-    for i in 0..n {
-        let qi = q(i);
+    };
+    for (i, &qi) in q.iter().enumerate() {
         y[qi * k..qi * k + k].copy_from_slice(&c[i * k..i * k + k]);
     }
-    // Uᵀ Z = C: forward, column-oriented over the rows of U.
-    for p in 0..n {
-        let qp = q(p);
-        let d = lu[p * n + p];
-        for v in &mut y[qp * k..qp * k + k] {
+    // Column i of the factors, the coefficients of row i's terms.
+    let mut column: SmallVec<[f64; 16]> = SmallVec::with_capacity(n);
+    // Uᵀ Z = C, forward: row i less U[p][i]·Z[p] for p = 0, 1, …, i − 1, over U[i][i].
+    for i in 0..n {
+        column.clear();
+        column.extend((0..i).map(|p| lu[p * n + i]));
+        sub_rows(y, k, q[i], column.iter().copied().zip(q[..i].iter().copied()));
+        let d = lu[i * n + i];
+        for v in &mut y[q[i] * k..q[i] * k + k] {
             *v /= d;
         }
-        for i in p + 1..n {
-            sub_row(y, k, q(i), qp, lu[p * n + i]);
-        }
     }
-    // Lᵀ W = Z (unit diagonal): backward, column-oriented over the rows of L.
-    for p in (0..n).rev() {
-        let qp = q(p);
-        for i in 0..p {
-            sub_row(y, k, q(i), qp, lu[p * n + i]);
-        }
+    // Lᵀ W = Z (unit diagonal), backward: row i less L[p][i]·W[p] for p = n − 1, …, i + 1.
+    for i in (0..n).rev() {
+        column.clear();
+        column.extend((i + 1..n).rev().map(|p| lu[p * n + i]));
+        sub_rows(y, k, q[i], column.iter().copied().zip(q[i + 1..].iter().rev().copied()));
     }
 }
 
-/// Row `to` −= m · row `from` of a k-column matrix. Distinct rows are
-/// borrowed apart, so the update runs as vector instructions (y − m·x and
-/// y + (−m)·x round alike); the same row twice comes only from a `perm`
-/// that repeats an index.
+/// Row `to` of a k-column matrix −= Σ m · row `from` over `terms` (m,
+/// from) in their order, each term added as `axpy(row, −m, from)` adds it,
+/// so the bits are those of one row update after another; but `BLOCK`
+/// entries of the row stay in registers through all the terms. A `from`
+/// equal to `to` (only from a `perm` that repeats an index) reads the row
+/// as it was before the update.
 #[inline(always)]
-fn sub_row(y: &mut [f64], k: usize, to: usize, from: usize, m: f64) {
-    let (to, from) = match to.cmp(&from) {
-        std::cmp::Ordering::Less => {
-            let (head, tail) = y.split_at_mut(from * k);
-            (&mut head[to * k..to * k + k], &tail[..k])
+fn sub_rows(y: &mut [f64], k: usize, to: usize, terms: impl Iterator<Item = (f64, usize)> + Clone) {
+    let body = k - k % BLOCK;
+    for j in (0..body).step_by(BLOCK) {
+        let mut acc: [f64; BLOCK] = y[to * k + j..to * k + j + BLOCK].try_into().unwrap();
+        for (m, from) in terms.clone() {
+            let (s, x): (f64, &[f64; BLOCK]) = (-m, y[from * k + j..from * k + j + BLOCK].try_into().unwrap());
+            for l in 0..BLOCK {
+                acc[l] += s * x[l];
+            }
         }
-        std::cmp::Ordering::Greater => {
-            let (head, tail) = y.split_at_mut(to * k);
-            (&mut tail[..k], &head[from * k..from * k + k])
+        y[to * k + j..to * k + j + BLOCK].copy_from_slice(&acc);
+    }
+    // The last k mod BLOCK entries, one at a time (a copy of a length not
+    // known here would be a call to memcpy per row).
+    for j in body..k {
+        let mut acc = y[to * k + j];
+        for (m, from) in terms.clone() {
+            acc += -m * y[from * k + j];
         }
-        std::cmp::Ordering::Equal => {
-            y[to * k..to * k + k].iter_mut().for_each(|v| *v -= m * *v);
-            return;
-        }
-    };
-    axpy(to, -m, from);
+        y[to * k + j] = acc;
+    }
 }
 
 /// ACCUMULATE abar -= bbar xᵀ over the full n×n (bbar, x are n×k): the
@@ -163,8 +172,17 @@ pub fn sub_outer(n: usize, bbar: &[f64], x: &[f64], k: usize, abar: &mut [f64]) 
         if k == 1 {
             axpy(arow, -bbar[i], &x[..n]);
         } else {
+            // Four dots at a time sharing B̄'s row, each summed as `dot` sums it.
             let bi = &bbar[i * k..i * k + k];
-            for (aij, xj) in arow.iter_mut().zip(x[..n * k].chunks_exact(k)) {
+            let mut xs = x[..n * k].chunks_exact(k);
+            let mut quads = arow.chunks_exact_mut(4);
+            for a4 in &mut quads {
+                let rows = [0, 1, 2, 3].map(|_| xs.next().unwrap_or_default());
+                for (aij, d) in a4.iter_mut().zip(dot4(rows, bi)) {
+                    *aij -= d;
+                }
+            }
+            for (aij, xj) in quads.into_remainder().iter_mut().zip(xs) {
                 *aij -= dot(bi, xj);
             }
         }
