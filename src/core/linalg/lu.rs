@@ -98,7 +98,7 @@ pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut
 ///
 /// Aᵀ = Uᵀ Lᵀ P, so Uᵀ Z = C, Lᵀ W = Z, Y = Pᵀ W (Y[perm[i]] = W[i]).
 /// The solves run directly in the permuted layout (row i of W lives in row
-/// perm[i] of Y), so no scratch is needed. Row by row: each row takes its
+/// perm[i] of Y), with no scratch the size of Y. Row by row: each row takes its
 /// terms in the order a column-by-column substitution would give them
 /// (`sub_rows`), with its entries in registers throughout. An invalid
 /// `perm` gives all NaN.
