@@ -134,9 +134,11 @@ pub fn lu_solve_transpose(lu: &[f64], perm: &[f64], n: usize, c: &[f64], k: usiz
 /// Row `to` of a k-column matrix −= Σ m · row `from` over `terms` (m,
 /// from) in their order, each term added as `axpy(row, −m, from)` adds it,
 /// so the bits are those of one row update after another; but `BLOCK`
-/// entries of the row stay in registers through all the terms. A `from`
-/// equal to `to` (only from a `perm` that repeats an index) reads the row
-/// as it was before the update.
+/// entries of the row stay in registers through all the terms. This is
+/// `sub_terms` (the triangular solves') for rows of one matrix named by
+/// index: rows scattered by the permutation cannot be borrowed apart from
+/// the one they update. A `from` equal to `to` (only from a `perm` that
+/// repeats an index) reads the row as it was before the update.
 #[inline(always)]
 fn sub_rows(y: &mut [f64], k: usize, to: usize, terms: impl Iterator<Item = (f64, usize)> + Clone) {
     let body = k - k % BLOCK;
@@ -177,7 +179,7 @@ pub fn sub_outer(n: usize, bbar: &[f64], x: &[f64], k: usize, abar: &mut [f64]) 
             let mut xs = x[..n * k].chunks_exact(k);
             let mut quads = arow.chunks_exact_mut(4);
             for a4 in &mut quads {
-                let rows = [0, 1, 2, 3].map(|_| xs.next().unwrap_or_default());
+                let rows: [&[f64]; 4] = std::array::from_fn(|_| xs.next().unwrap_or_default());
                 for (aij, d) in a4.iter_mut().zip(dot4(rows, bi)) {
                     *aij -= d;
                 }
