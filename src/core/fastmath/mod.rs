@@ -24,8 +24,9 @@
 //! predictor has memorized the data, 6.1 when almost every |x| > 0.625).
 //!
 //! # e^z, as tanh computes it
-//! (`exp` and `sigmoid` ops use libm's exp, whose results users compare with
-//! `Math.exp`; this one is within 1.02 ulp and used only inside tanh.)
+//! (`exp` and `sigmoid` ops use `Math.exp`'s method, `math::host_exp`, whose
+//! results users compare with `Math.exp`; this one is within 1.02 ulp and
+//! used only inside tanh.)
 //! * Reduction: `x = k·ln2 + r`, `|r| ≤ ln2/2` (plus a hair). `k` comes
 //!   without a float→int conversion: `t = x·log2(e) + 1.5·2^52` rounds to an
 //!   integer, `k = t − 1.5·2^52` exactly, and the low bits of `t.to_bits()`

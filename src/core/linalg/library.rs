@@ -80,7 +80,7 @@ fn par_for(flops: usize) -> ::faer::Par {
 
 /// Run a faer kernel, then clear the vector registers' upper halves: its
 /// wide kernels can return with them dirty, and every SSE instruction
-/// after (the crate's baseline code, libm's exp) then waits on them. A GP
+/// after (the crate's baseline code, libm's functions) then waits on them. A GP
 /// gradient at n = 50 ran 2.1× slower after one Hessian-vector product
 /// (whose solve adjoints took faer's triangle product) until this.
 #[cfg(not(target_arch = "wasm32"))]

@@ -47,7 +47,7 @@ pub(super) fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64]) -> Res
         }
         // Blocked, for speed on long arrays; element by element the same bits as scalar::value.
         Op::Tanh => parallel::zip(v(0), out, fastmath::tanh_slice),
-        // Under WebAssembly blocked too (math/host_exp.rs); natively libm's, element by element.
+        // Math.exp's bits in vector registers (math/host_exp.rs).
         Op::Exp => parallel::zip(v(0), out, math::exp_slice),
         Op::Neg | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
             parallel::zip(v(0), out, |a, out| values(op, Broadcast::Same, a, a, out))
