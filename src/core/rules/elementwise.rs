@@ -49,12 +49,30 @@ pub(super) fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64]) -> Res
         Op::Tanh => parallel::zip(v(0), out, fastmath::tanh_slice),
         // Math.exp's bits in vector registers (math/host_exp.rs).
         Op::Exp => parallel::zip(v(0), out, math::exp_slice),
-        Op::Neg | Op::Log | Op::Sqrt | Op::Square | Op::Sigmoid | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
+        Op::Sigmoid => parallel::zip(v(0), out, sigmoid_slice),
+        Op::Neg | Op::Log | Op::Sqrt | Op::Square | Op::Relu | Op::Lgamma | Op::Digamma | Op::Pow(_) => {
             parallel::zip(v(0), out, |a, out| values(op, Broadcast::Same, a, a, out))
         }
         _ => unreachable!("{} is not elementwise", op.name()),
     }
     Ok(())
+}
+
+/// σ(x) = 1/(1 + e^−x) along a slice, e^−x by `math::exp_slice`: the
+/// scalar formula's bits, element by element, in vector registers.
+fn sigmoid_slice(a: &[f64], out: &mut [f64]) {
+    const BLOCK: usize = 256;
+    let mut negated = [0.0; BLOCK];
+    for (a, out) in a.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+        let negated = &mut negated[..a.len()];
+        for (n, &x) in negated.iter_mut().zip(a) {
+            *n = -x;
+        }
+        math::exp_slice(negated, out);
+        for o in out.iter_mut() {
+            *o = 1.0 / (1.0 + *o);
+        }
+    }
 }
 
 /// Operand `k`'s share of the adjoint `g` of a node whose value is `out`, added to `d`.
@@ -79,7 +97,7 @@ fn values(op: Op, bc: Broadcast, a: &[f64], b: &[f64], out: &mut [f64]) {
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => {
             for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| ew::binary(bc, a, b, out, |x, y| scalar::value(O, 0.0, x, y)))
         }
-        op => for_each_op!(op, [Neg, Log, Sqrt, Square, Sigmoid, Relu, Lgamma, Digamma], |O| ew::unary(a, out, |x| scalar::value(O, 0.0, x, 0.0))),
+        op => for_each_op!(op, [Neg, Log, Sqrt, Square, Relu, Lgamma, Digamma], |O| ew::unary(a, out, |x| scalar::value(O, 0.0, x, 0.0))),
     }
 }
 }
