@@ -170,7 +170,7 @@ mod tests {
     /// Within an ulp of the system's exp across the range (both are
     /// faithful; they may round differently), and the edges as `Math.exp`
     /// has them. Bit-for-bit agreement with `Math.exp` is checked in
-    /// JavaScript, under the WebAssembly build.
+    /// JavaScript, in both builds (__test__/exp.test.mjs, wasm-simd.test.mjs).
     #[test]
     fn within_an_ulp_of_libm_and_the_edges_right() {
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
