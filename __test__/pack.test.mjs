@@ -178,8 +178,12 @@ const BUILD_OUTPUT = /^(binding\.(cjs|d\.ts)|grad\.[^/]+\.node|src\/js\/grad\.wa
 // values and adjoints the same in every lane from the plan's arenas
 // (lane_kernels.rs: each elementwise loop compiled for those operands too, per
 // vector width: the addon +460 KB, the tarball to 2,387,140 and 8,190,329),
-// which made a 300×6 Jacobian 21% and a 15×15 Hessian ~10% faster.
-const PACKED_BUDGET = 2_425_000;
+// which made a 300×6 Jacobian 21% and a 15×15 Hessian ~10% faster. Raised
+// on 2026-12-06 from 2,425,000 for first writes into fresh adjoints (each
+// elementwise adjoint loop compiled to assign too, per vector width: the
+// addon +63 KB, the tarball to 2,431,087), which took the clears out of a
+// large plan's sweep (a compiled gp200 gradient 2–4% faster).
+const PACKED_BUDGET = 2_450_000;
 const UNPACKED_BUDGET = 8_350_000;
 
 test('the tarball holds only what the package means to ship, within its size budget', () => {

@@ -434,6 +434,31 @@ fn rec_many_ops(r: &mut Rec, a: &Args) -> u32 {
     r.op2(Op::Mul, a12, ng)
 }
 
+/// Adjoints that turn live at their first writer, which assigns into them
+/// rather than adding to a cleared block (`kernels::FirstWrites`): writers
+/// that assign (elementwise, transpose, addDiag, reshape), ones that add
+/// (a product, a sum's), a node written by several steps, one read twice
+/// by one op, and a row broadcast whose adjoint is a sum of rows.
+fn rec_first_writes(r: &mut Rec, a: &Args) -> u32 {
+    let x = r.param(Shape::Matrix(3, 3), &a.0[0]);
+    let s = r.param(Shape::Scalar, &a.0[1]);
+    let row = r.param(Shape::Vector(3), &a.0[2]);
+    let t = r.op1(Op::Tanh, x);
+    let tt = r.op2(Op::Mul, t, t);
+    let tr = r.op1(Op::Transpose, t);
+    let m = r.op2(Op::Matmul, tr, tt);
+    let e = r.op2(Op::Mul, s, m);
+    let d = r.op2(Op::AddDiag, e, s);
+    let q = r.op1(Op::Exp, d);
+    let u = r.op2(Op::Sub, q, t);
+    let v = r.op1(Op::Reshape(Shape::Vector(9)), u);
+    let w = r.op1(Op::Reshape(Shape::Matrix(3, 3)), v);
+    let rb = r.op2(Op::Add, row, w);
+    let three = r.num(3.0);
+    let dv = r.op2(Op::Div, rb, three);
+    r.op1(Op::Sum, dv)
+}
+
 /// Every elementwise op on scalars, which a plan runs as scalar steps and
 /// the eager tape through the kernels: parameters on either side, a
 /// constant on either side (no adjoint into it), one operand twice.
@@ -562,6 +587,11 @@ fn cases() -> Vec<Case> {
                 (vec![vec![-2.1], vec![0.8]], vec![]),
                 (vec![vec![1.7], vec![1.7]], vec![]),
             ],
+        },
+        Case {
+            name: "first writes",
+            record: rec_first_writes,
+            args: (0..3).map(|_| (vec![v(9), vec![0.7], v(3)], vec![])).collect(),
         },
         Case { name: "root is a parameter", record: rec_root_is_param, args: (0..2).map(|_| (vec![v(1), v(2)], vec![])).collect() },
         Case { name: "constant root", record: rec_const_root, args: (0..2).map(|_| (vec![v(2)], vec![])).collect() },
@@ -1007,5 +1037,40 @@ fn values_no_sweep_reads_share_blocks_and_change_no_number() {
     assert!(bytes >= adopted.bytes() + 4 * nn, "adopted: {} bytes", adopted.bytes());
     for (k, a) in [0, 1, 0].into_iter().map(|k| (k, &case.args[k])) {
         assert!(replay(&mut adopted, a) == expected[k], "adopted, args #{k}");
+    }
+}
+
+/// A first writer's assignment is the sum it replaces, bit for bit: each
+/// kernel that may assign into a fresh adjoint gives, over a buffer of
+/// NaN, what it adds to zeros, −0 terms included (0 + −0 is +0), on both
+/// sides of the size past which `add_transposed` splits across threads.
+#[test]
+fn assigning_a_first_term_gives_the_bits_of_adding_it_to_zeros() {
+    use tangent_grad::core::kernels::{elementwise as ew, matrix};
+    use tangent_grad::core::op::Broadcast;
+    let term = |i: usize| if i % 5 == 0 { -0.0 } else { ((i * 37 % 101) as f64 - 50.0) / 7.0 };
+    let same = |assign: bool, f: &dyn Fn(&mut [f64])| {
+        let mut d = vec![if assign { f64::NAN } else { 0.0 }; 64];
+        f(&mut d);
+        d
+    };
+    let a: Vec<f64> = (0..64).map(term).collect();
+    let b: Vec<f64> = (0..64).map(|i| term(i + 3)).collect();
+    let g: Vec<f64> = (0..64).map(|i| term(i + 1)).collect();
+    let partial = |x: f64, y: f64, g: f64| g * x - y;
+    for (bc, k, a, b) in [(Broadcast::Same, 0, &a[..], &b[..]), (Broadcast::ScalarLeft, 1, &a[..1], &b[..]), (Broadcast::ScalarRight, 0, &a[..], &b[..1])] {
+        let [added, assigned] = [false, true].map(|assign| same(assign, &|d| ew::binary_adjoint(bc, k, a, b, &g, d, assign, partial)));
+        assert_eq!(bits(&added), bits(&assigned), "{bc:?}, operand {k}");
+    }
+    let [added, assigned] = [false, true].map(|assign| same(assign, &|d| ew::unary_adjoint(&a, &b, &g, d, assign, partial)));
+    assert_eq!(bits(&added), bits(&assigned), "unary");
+    assert!(assigned.iter().all(|x| !x.is_nan() && x.to_bits() != (-0.0f64).to_bits()), "every entry written, no −0");
+    for (m, n) in [(3, 5), (700, 800)] {
+        let a: Vec<f64> = (0..m * n).map(term).collect();
+        let mut added = vec![0.0; m * n];
+        matrix::add_transposed(m, n, &a, &mut added, false);
+        let mut assigned = vec![f64::NAN; m * n];
+        matrix::add_transposed(m, n, &a, &mut assigned, true);
+        assert_eq!(bits(&added), bits(&assigned), "add_transposed {m}×{n}");
     }
 }

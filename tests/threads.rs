@@ -294,7 +294,8 @@ fn empty_matrices_pass_through_the_split_kernels() {
     linalg::cholesky_adjoint(&[], &[], 0, &mut work, &mut abar);
     let mut out = vec![];
     tangent_grad::core::kernels::matrix::transpose(0, 5, &[], &mut out);
-    tangent_grad::core::kernels::matrix::add_transposed(5, 0, &[], &mut out);
+    tangent_grad::core::kernels::matrix::add_transposed(5, 0, &[], &mut out, false);
+    tangent_grad::core::kernels::matrix::add_transposed(5, 0, &[], &mut out, true);
     assert!(l.is_empty() && abar.is_empty() && out.is_empty());
 }
 

@@ -164,19 +164,24 @@ pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux
 /// `at[i]`: at its value's offset, or in a block it shares with adjoints
 /// that are never live at the same time (`Plan::share_adjoints`). A node's
 /// adjoint and its parents' are live together, so never overlap.
-pub fn propagate_at(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], at: &[usize], aux: &mut [f64], needs: &[bool]) {
+/// `fresh`: parents' adjoints turning live here (`kernels::FirstWrites`).
+#[allow(clippy::too_many_arguments)]
+pub fn propagate_at(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], at: &[usize], aux: &mut [f64], needs: &[bool], fresh: kernels::FreshAdjoints) {
     let node = &nodes[id];
     let size = node.shape.size();
     if at[id] == node.val && Formula::of(node.op).is_some() && node.shape == Shape::Scalar {
         // A scalar and its scalar operands are never shared: laid out like the values.
+        debug_assert!(fresh.is_empty(), "a scalar's operands are not large");
         return propagate(nodes, id, values, adj, aux, needs);
     }
     let (left, rest) = adj.split_at_mut(at[id]);
     let (g, right) = rest.split_at_mut(size);
     let mut split = Split { left, right, right_start: at[id] + size, at };
+    let mut writes = kernels::FirstWrites::new(&mut split, fresh);
     let p = inputs(nodes, node, values);
     let aux = &mut aux[node.aux..node.aux + node.aux_len];
-    rules::adjoint(node.op, &p, &values[node.range()], g, aux, |parent| needs[parent as usize], &mut split);
+    rules::adjoint(node.op, &p, &values[node.range()], g, aux, |parent| needs[parent as usize], &mut writes);
+    writes.finish();
 }
 
 /// A plan's adjoint arena but the adjoint being propagated: what lies

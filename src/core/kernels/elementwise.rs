@@ -49,6 +49,7 @@ pub fn binary(bc: Broadcast, a: &[f64], b: &[f64], out: &mut [f64], f: impl Fn(f
 /// contributions `c(a, b, g)` of every output element; a broadcast operand
 /// sums its contributions (a scalar over everything, a row vector over rows).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub fn binary_adjoint(
     bc: Broadcast,
     k: usize,
@@ -56,10 +57,14 @@ pub fn binary_adjoint(
     b: &[f64],
     g: &[f64],
     d: &mut [f64],
+    assign: bool,
     c: impl Fn(f64, f64, f64) -> f64,
 ) {
     if g.is_empty() {
         return;
+    }
+    if assign {
+        return binary_assign(bc, k, a, b, g, d, c);
     }
     match (bc, k) {
         (Broadcast::Same, _) => {
@@ -122,6 +127,33 @@ pub fn binary_adjoint(
     }
 }
 
+/// `binary_adjoint` into a fresh `d` (`kernels::Adjoints::fresh`), where
+/// each entry of `d` takes one term: d[i] = 0 + term, the bits of adding
+/// it to a zero.
+#[inline(always)]
+fn binary_assign(bc: Broadcast, k: usize, a: &[f64], b: &[f64], g: &[f64], d: &mut [f64], c: impl Fn(f64, f64, f64) -> f64) {
+    match (bc, k) {
+        (Broadcast::Same, _) => {
+            for (((di, &x), &y), &gi) in d.iter_mut().zip(a).zip(b).zip(g) {
+                *di = 0.0 + c(x, y, gi);
+            }
+        }
+        (Broadcast::ScalarLeft, 1) => {
+            let x = a[0];
+            for ((di, &y), &gi) in d.iter_mut().zip(b).zip(g) {
+                *di = 0.0 + c(x, y, gi);
+            }
+        }
+        (Broadcast::ScalarRight, 0) => {
+            let y = b[0];
+            for ((di, &x), &gi) in d.iter_mut().zip(a).zip(g) {
+                *di = 0.0 + c(x, y, gi);
+            }
+        }
+        _ => unreachable!("an operand that takes a sum of terms is zeroed, not assigned"),
+    }
+}
+
 #[inline(always)]
 pub fn unary(a: &[f64], out: &mut [f64], f: impl Fn(f64) -> f64) {
     for (o, &x) in out.iter_mut().zip(a) {
@@ -129,11 +161,17 @@ pub fn unary(a: &[f64], out: &mut [f64], f: impl Fn(f64) -> f64) {
     }
 }
 
-/// d[i] += c(x[i], out[i], g[i]).
+/// d[i] += c(x[i], out[i], g[i]); with `assign` (a fresh `d`), d[i] = 0 + c(…).
 #[inline(always)]
-pub fn unary_adjoint(a: &[f64], out: &[f64], g: &[f64], d: &mut [f64], c: impl Fn(f64, f64, f64) -> f64) {
-    for (((di, &x), &y), &gi) in d.iter_mut().zip(a).zip(out).zip(g) {
-        *di += c(x, y, gi);
+pub fn unary_adjoint(a: &[f64], out: &[f64], g: &[f64], d: &mut [f64], assign: bool, c: impl Fn(f64, f64, f64) -> f64) {
+    if assign {
+        for (((di, &x), &y), &gi) in d.iter_mut().zip(a).zip(out).zip(g) {
+            *di = 0.0 + c(x, y, gi);
+        }
+    } else {
+        for (((di, &x), &y), &gi) in d.iter_mut().zip(a).zip(out).zip(g) {
+            *di += c(x, y, gi);
+        }
     }
 }
 

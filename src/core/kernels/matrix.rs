@@ -237,12 +237,16 @@ pub fn transpose(m: usize, n: usize, a: &[f64], out: &mut [f64]) {
     by_tiles(m, 0..n, |i, j| out[j * m + i] = a[i * n + j]);
 }
 
-/// out += Aᵀ for row-major A [m×n] (the adjoint of transpose).
-pub fn add_transposed(m: usize, n: usize, a: &[f64], out: &mut [f64]) {
-    if crate::core::linalg::parallel::splits(m * n) {
-        return by_bands(m, n, out, |i, j, o| *o += a[i * n + j]);
+/// out += Aᵀ for row-major A [m×n] (the adjoint of transpose); with
+/// `assign`, out = 0 + Aᵀ, those bits without reading `out`.
+pub fn add_transposed(m: usize, n: usize, a: &[f64], out: &mut [f64], assign: bool) {
+    let splits = crate::core::linalg::parallel::splits(m * n);
+    match (splits, assign) {
+        (true, true) => by_bands(m, n, out, |i, j, o| *o = 0.0 + a[i * n + j]),
+        (true, false) => by_bands(m, n, out, |i, j, o| *o += a[i * n + j]),
+        (false, true) => by_tiles(m, 0..n, |i, j| out[j * m + i] = 0.0 + a[i * n + j]),
+        (false, false) => by_tiles(m, 0..n, |i, j| out[j * m + i] += a[i * n + j]),
     }
-    by_tiles(m, 0..n, |i, j| out[j * m + i] += a[i * n + j]);
 }
 
 /// Side of the square tiles a transpose walks: within a tile, the strided

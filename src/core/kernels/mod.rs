@@ -7,7 +7,9 @@ pub mod elementwise;
 pub mod matrix;
 pub mod scalar;
 
+use super::linalg::parallel;
 use super::shape::Shape;
+use smallvec::SmallVec;
 
 /// What a kernel needs to know of an operand: its shape, and the offset of
 /// its value in the arena (and of its adjoint, in an adjoint arena laid out
@@ -64,6 +66,73 @@ impl<'a, N: Operand> Inputs<'a, N> {
 pub trait Adjoints {
     /// Node `id`'s adjoint, whose value lies at `val`.
     fn of(&mut self, id: u32, val: std::ops::Range<usize>) -> &mut [f64];
+
+    /// `of`, and whether the adjoint is fresh: not yet written in this
+    /// sweep and not zeroed either. A rule given a fresh adjoint writes
+    /// every entry of it, each as `0.0 + term` (the bits of adding the
+    /// term to a zero), or zeroes it first (`zero_if`).
+    fn fresh(&mut self, id: u32, val: std::ops::Range<usize>) -> (&mut [f64], bool) {
+        (self.of(id, val), false)
+    }
+}
+
+/// Zero `d` if it is a fresh adjoint (`Adjoints::fresh`): what a rule that
+/// only adds into its operand's adjoint does first.
+pub fn zero_if(fresh: bool, d: &mut [f64]) {
+    if fresh {
+        parallel::zero(d)
+    }
+}
+
+/// The adjoints a sweep step writes, where the large ones that turn live
+/// at this step (`pending`: node and value range) are fresh: their first
+/// writer assigns instead of adding to a cleared block, which saves a
+/// pass over memory that zeroing took. One asked for by `of`, or never
+/// asked for at all (`finish`), is zeroed as before.
+pub struct FirstWrites<'a, A: Adjoints + ?Sized> {
+    inner: &'a mut A,
+    pending: FreshAdjoints,
+}
+
+/// Parents' adjoints a sweep step writes first, by node and value range.
+pub type FreshAdjoints = SmallVec<[(u32, std::ops::Range<usize>); 2]>;
+
+impl<'a, A: Adjoints + ?Sized> FirstWrites<'a, A> {
+    pub fn new(inner: &'a mut A, pending: FreshAdjoints) -> Self {
+        FirstWrites { inner, pending }
+    }
+
+    /// Whether `id` was pending, no longer.
+    fn take(&mut self, id: u32) -> bool {
+        match self.pending.iter().position(|p| p.0 == id) {
+            Some(k) => {
+                self.pending.swap_remove(k);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Zero what the step did not write: a later step adds to it.
+    pub fn finish(mut self) {
+        for (id, val) in std::mem::take(&mut self.pending) {
+            parallel::zero(self.inner.of(id, val));
+        }
+    }
+}
+
+impl<A: Adjoints + ?Sized> Adjoints for FirstWrites<'_, A> {
+    fn of(&mut self, id: u32, val: std::ops::Range<usize>) -> &mut [f64] {
+        let fresh = self.take(id);
+        let d = self.inner.of(id, val);
+        zero_if(fresh, d);
+        d
+    }
+
+    fn fresh(&mut self, id: u32, val: std::ops::Range<usize>) -> (&mut [f64], bool) {
+        let fresh = self.take(id);
+        (self.inner.of(id, val), fresh)
+    }
 }
 
 impl Adjoints for [f64] {

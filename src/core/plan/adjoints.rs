@@ -3,7 +3,7 @@
 
 use super::Step;
 use crate::core::graph::{propagate, propagate_at, Graph, Node};
-use crate::core::kernels::scalar;
+use crate::core::kernels::{scalar, FreshAdjoints};
 use crate::core::linalg::parallel;
 use crate::core::shape::Shape;
 
@@ -28,8 +28,10 @@ impl Clone for AdjointArena {
 pub(super) struct SharedAdjoints {
     /// Each node's adjoint offset: its value's offset, or its block's.
     pub(super) at: Vec<usize>,
-    /// (sweep step, start, end): blocks cleared before that step.
-    pub(super) clears: Vec<(usize, usize, usize)>,
+    /// (sweep step, node, start, end): the blocks whose adjoints turn live
+    /// at that step, which its rule writes first (`kernels::FirstWrites`),
+    /// or cleared before it where the step is the node's own.
+    pub(super) clears: Vec<(usize, u32, usize, usize)>,
     /// The arena's length: the values' layout, then the blocks.
     pub(super) len: usize,
     /// Values a sweep writes: the adjoints outside blocks, and the blocks.
@@ -77,7 +79,7 @@ pub(super) fn share_adjoints(nodes: &[Node], swept: &[u32], needs: &[bool], root
                 }
             };
             at[p as usize] = start;
-            clears.push((step, start, start + size));
+            clears.push((step, p, start, start + size));
         }
         if large(id) {
             let start = at[id as usize];
@@ -122,12 +124,31 @@ pub(super) fn sweep(steps: &[Step], clear: &[(usize, usize)], shared: Option<&Sh
     };
     let mut clears = shared.clears.iter().peekable();
     for (i, step) in steps.iter().enumerate() {
-        while let Some(&(_, a, b)) = clears.next_if(|c| c.0 == i) {
-            parallel::zero(&mut adj[a..b]);
-        }
+        let fresh = turning_live(&mut clears, i, step, &g.nodes, |a, b| parallel::zero(&mut adj[a..b]));
         match *step {
             Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),
-            Step::Node(id) => propagate_at(&g.nodes, id as usize, &g.values, adj, &shared.at, &mut g.aux, needs),
+            Step::Node(id) => propagate_at(&g.nodes, id as usize, &g.values, adj, &shared.at, &mut g.aux, needs, fresh),
         }
     }
+}
+
+/// The adjoints that turn live at sweep step `i` (`SharedAdjoints::clears`):
+/// those its node's rule writes first, returned fresh for it
+/// (`kernels::FirstWrites`); the others, never written before their own
+/// step, zeroed by `zero(start, end)` in the arena.
+pub(super) fn turning_live(
+    clears: &mut std::iter::Peekable<std::slice::Iter<'_, (usize, u32, usize, usize)>>,
+    i: usize,
+    step: &Step,
+    nodes: &[Node],
+    mut zero: impl FnMut(usize, usize),
+) -> FreshAdjoints {
+    let mut fresh = FreshAdjoints::new();
+    while let Some(&(_, p, a, b)) = clears.next_if(|c| c.0 == i) {
+        match *step {
+            Step::Node(id) if id != p => fresh.push((p, nodes[p as usize].range())),
+            _ => zero(a, b),
+        }
+    }
+    fresh
 }

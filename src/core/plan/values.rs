@@ -4,6 +4,7 @@
 //! take turns in one block (a GP's elementwise chain D²/(2l²), its
 //! negation, v·E and K need two blocks, not four).
 
+use super::adjoints::turning_live;
 use super::{Plan, Step};
 use crate::core::graph::Node;
 use crate::core::kernels::{self, scalar, scalar::Formula, Inputs};
@@ -223,9 +224,7 @@ impl Plan {
         let (values, blocks) = g.values.split_at_mut(kept);
         let mut clears = shared.clears.iter().peekable();
         for (i, step) in self.backward.iter().enumerate() {
-            while let Some(&(_, a, b)) = clears.next_if(|c| c.0 == i) {
-                parallel::zero(&mut blocks[a - kept..b - kept]);
-            }
+            let fresh = turning_live(&mut clears, i, step, &g.nodes, |a, b| parallel::zero(&mut blocks[a - kept..b - kept]));
             match *step {
                 Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, values, adj),
                 Step::Node(id) => {
@@ -241,7 +240,9 @@ impl Plan {
                     let p = Inputs { operands: &g.nodes, parents: &node.parents, values, above: &region.zeros, above_from: kept };
                     let out = if node.val < kept { &values[node.range()] } else { &region.zeros[node.val - kept..][..size] };
                     let aux = &mut g.aux[node.aux..node.aux + node.aux_len];
-                    rules::adjoint(node.op, &p, out, grad, aux, |q| self.needs[q as usize], &mut split);
+                    let mut writes = kernels::FirstWrites::new(&mut split, fresh);
+                    rules::adjoint(node.op, &p, out, grad, aux, |q| self.needs[q as usize], &mut writes);
+                    writes.finish();
                 }
             }
         }

@@ -9,7 +9,7 @@ use crate::core::error::Result;
 use crate::core::fastmath;
 use crate::core::kernels::elementwise as ew;
 use crate::core::kernels::scalar::{self, Formula};
-use crate::core::kernels::{Inputs, Operand};
+use crate::core::kernels::{zero_if, Inputs, Operand};
 use crate::core::linalg::parallel::{self, part};
 use crate::core::math;
 use crate::core::op::{broadcast, Broadcast, Exponent, Op};
@@ -75,13 +75,14 @@ fn sigmoid_slice(a: &[f64], out: &mut [f64]) {
     }
 }
 
-/// Operand `k`'s share of the adjoint `g` of a node whose value is `out`, added to `d`.
-pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &[f64], d: &mut [f64]) {
+/// Operand `k`'s share of the adjoint `g` of a node whose value is `out`,
+/// added to `d`, or assigned where `d` is `fresh` (`Adjoints::fresh`).
+pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &[f64], d: &mut [f64], fresh: bool) {
     if p.parents.len() == 1 {
-        return adjoint_parts(op, 0, Broadcast::Same, [p.val(0), p.val(0), out, g], d);
+        return adjoint_parts(op, 0, Broadcast::Same, [p.val(0), p.val(0), out, g], d, fresh);
     }
-    let Ok((_, bc)) = broadcast(op.name(), p.shape(0), p.shape(1)) else { return };
-    adjoint_parts(op, k, bc, [p.val(0), p.val(1), out, g], d)
+    let Ok((_, bc)) = broadcast(op.name(), p.shape(0), p.shape(1)) else { return zero_if(fresh, d) };
+    adjoint_parts(op, k, bc, [p.val(0), p.val(1), out, g], d, fresh)
 }
 
 widest! {
@@ -105,22 +106,23 @@ fn values(op: Op, bc: Broadcast, a: &[f64], b: &[f64], out: &mut [f64]) {
 widest! {
 /// Operand `k`'s share of an elementwise op's adjoint added to `d`, from
 /// [left operand, right operand (a unary op's: the left again), value,
-/// adjoint]; compiled per vector width like `values`.
-fn adjoint_loop(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &mut [f64]) {
+/// adjoint]; compiled per vector width like `values`. With `assign`, `d` is
+/// fresh and each of its entries takes one term (`ew::binary_adjoint`).
+fn adjoint_loop(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &mut [f64], assign: bool) {
     let [a, b, out, g] = reads;
     match op {
         Op::Pow(e) => {
             let k = e.get();
-            ew::unary_adjoint(a, out, g, d, |x, y, g| scalar::partial(Formula::Pow, k, 0, x, 0.0, y, g))
+            ew::unary_adjoint(a, out, g, d, assign, |x, y, g| scalar::partial(Formula::Pow, k, 0, x, 0.0, y, g))
         }
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt if k == 0 => for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| {
-            ew::binary_adjoint(bc, 0, a, b, g, d, |x, y, g| scalar::partial(O, 0.0, 0, x, y, 0.0, g))
+            ew::binary_adjoint(bc, 0, a, b, g, d, assign, |x, y, g| scalar::partial(O, 0.0, 0, x, y, 0.0, g))
         }),
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => for_each_op!(op, [Add, Sub, Mul, Div, Maximum, Minimum, Ge, Gt], |O| {
-            ew::binary_adjoint(bc, 1, a, b, g, d, |x, y, g| scalar::partial(O, 0.0, 1, x, y, 0.0, g))
+            ew::binary_adjoint(bc, 1, a, b, g, d, assign, |x, y, g| scalar::partial(O, 0.0, 1, x, y, 0.0, g))
         }),
         op => for_each_op!(op, [Neg, Exp, Log, Sqrt, Square, Tanh, Sigmoid, Relu, Lgamma, Digamma], |O| {
-            ew::unary_adjoint(a, out, g, d, |x, y, g| scalar::partial(O, 0.0, 0, x, 0.0, y, g))
+            ew::unary_adjoint(a, out, g, d, assign, |x, y, g| scalar::partial(O, 0.0, 0, x, 0.0, y, g))
         }),
     }
 }
@@ -129,26 +131,28 @@ fn adjoint_loop(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &mut [f6
 /// `adjoint_loop` on several threads when long: in parts of `d`, or for a
 /// broadcast scalar's adjoint, a sum over every element, in the chunks of
 /// `parallel::sum_chunks` (a row's sums keep their one order).
-fn adjoint_parts(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &mut [f64]) {
+fn adjoint_parts(op: Op, k: usize, bc: Broadcast, reads: [&[f64]; 4], d: &mut [f64], fresh: bool) {
     let [a, b, out, g] = reads;
     if matches!((bc, k), (Broadcast::ScalarLeft, 0) | (Broadcast::ScalarRight, 1)) {
+        zero_if(fresh, d);
         // Each chunk's sum is 0 + sum_by's, which is never −0: below the
         // chunks, the same bits as adding sum_by's to d[0] at once.
         let total = parallel::sum_chunks(g.len(), |r| {
             let (a, b) = if k == 0 { (a, &b[r.clone()]) } else { (&a[r.clone()], b) };
             let mut sum = [0.0];
-            adjoint_loop(op, k, bc, [a, b, &out[r.clone()], &g[r]], &mut sum);
+            adjoint_loop(op, k, bc, [a, b, &out[r.clone()], &g[r]], &mut sum, false);
             sum[0]
         });
         d[0] += total;
         return;
     }
     if d.len() != g.len() || matches!(bc, Broadcast::RowLeft | Broadcast::RowRight) {
-        return adjoint_loop(op, k, bc, reads, d);
+        zero_if(fresh, d);
+        return adjoint_loop(op, k, bc, reads, d, false);
     }
     parallel::chunks(d, |at, d| {
         let n = d.len();
-        adjoint_loop(op, k, bc, [part(a, at, n), part(b, at, n), &out[at..at + n], &g[at..at + n]], d)
+        adjoint_loop(op, k, bc, [part(a, at, n), part(b, at, n), &out[at..at + n], &g[at..at + n]], d, fresh)
     })
 }
 

@@ -10,7 +10,7 @@
 
 use crate::core::error::Result;
 use crate::core::kernels::matrix;
-use crate::core::kernels::{Inputs, Operand};
+use crate::core::kernels::{zero_if, Inputs, Operand};
 use crate::core::linalg;
 use crate::core::op::Op;
 use crate::core::shape::Shape;
@@ -66,9 +66,12 @@ pub(super) fn prepare_adjoint<N: Operand>(op: Op, p: &Inputs<N>, g: &[f64], aux:
     }
 }
 
-/// Operand `k`'s share of the adjoint `g` of a node whose value is `out`, added to `d`.
-pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &mut [f64], d: &mut [f64]) {
+/// Operand `k`'s share of the adjoint `g` of a node whose value is `out`,
+/// added to `d` (zeroed first where it is `fresh`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &mut [f64], d: &mut [f64], fresh: bool) {
     let n = p.shape(0).rows_cols().0;
+    zero_if(fresh, d);
     match op {
         Op::Cholesky => linalg::cholesky_adjoint(out, g, n, aux, d),
         Op::TriangularSolve { lower } if k == 0 => linalg::triangular_solve_tbar(n, lower, aux, out, rhs_cols(p.shape(1)), d),

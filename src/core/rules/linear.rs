@@ -4,7 +4,7 @@
 
 use crate::core::error::Result;
 use crate::core::kernels::matrix;
-use crate::core::kernels::{Adjoints, Inputs, Operand};
+use crate::core::kernels::{zero_if, Adjoints, Inputs, Operand};
 use crate::core::linalg::parallel;
 use crate::core::op::Op;
 use crate::core::shape::Shape;
@@ -66,21 +66,29 @@ pub(super) fn adjoint<N: Operand, A: Adjoints + ?Sized>(op: Op, p: &Inputs<N>, g
                 }
             });
         }
-        _ => each_parent(p, needs, adj, |k, d| share(op, k, p, g, d)),
+        _ => each_parent(p, needs, adj, |k, d, fresh| share(op, k, p, g, d, fresh)),
     }
 }
 
-/// Operand `k`'s share of the adjoint `g`, added to `d`.
-fn share<N: Operand>(op: Op, k: usize, p: &Inputs<N>, g: &[f64], d: &mut [f64]) {
+/// Operand `k`'s share of the adjoint `g`, added to `d`, or assigned where
+/// `d` is fresh and the share covers every entry.
+fn share<N: Operand>(op: Op, k: usize, p: &Inputs<N>, g: &[f64], d: &mut [f64], fresh: bool) {
+    match op {
+        Op::Transpose => {
+            let (m, n) = p.shape(0).rows_cols();
+            return matrix::add_transposed(n, m, g, d, fresh);
+        }
+        // addDiag's first operand and reshape's take g whole (axpy's 0 + 1·g).
+        Op::AddDiag | Op::Reshape(_) if k == 0 && fresh => {
+            return parallel::zip(g, d, |g, d| d.iter_mut().zip(g).for_each(|(d, &g)| *d = 0.0 + 1.0 * g));
+        }
+        _ => zero_if(fresh, d),
+    }
     match op {
         Op::Sum => parallel::chunks(d, |_, d| d.iter_mut().for_each(|di| *di += g[0])),
         Op::Mean => {
             let s = g[0] / d.len() as f64;
             parallel::chunks(d, |_, d| d.iter_mut().for_each(|di| *di += s))
-        }
-        Op::Transpose => {
-            let (m, n) = p.shape(0).rows_cols();
-            matrix::add_transposed(n, m, g, d)
         }
         Op::DiagPart => {
             let n = g.len();

@@ -23,7 +23,7 @@ mod linear;
 mod products;
 
 use super::error::Result;
-use super::kernels::{Adjoints, Inputs, Operand};
+use super::kernels::{zero_if, Adjoints, Inputs, Operand};
 use super::op::Op;
 use super::shape::Shape;
 use crate::fail;
@@ -76,26 +76,33 @@ pub fn solve_factored<N: Operand>(p: &Inputs<N>, out: &mut [f64], aux: &[f64]) {
 }
 
 /// Accumulate the adjoint `g` of a node whose value is `out` into the
-/// adjoint of each parent that `needs` one, in `adj`, parent 0 first.
+/// adjoint of each parent that `needs` one, in `adj`, parent 0 first. A
+/// parent's adjoint may come fresh (`Adjoints::fresh`): the elementwise,
+/// linear and linalg rules assign into it where they write every entry.
 pub fn adjoint<N: Operand, A: Adjoints + ?Sized>(op: Op, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &mut [f64], needs: impl Fn(u32) -> bool, adj: &mut A) {
     match family(op) {
         Family::Leaf => {}
-        Family::Elementwise => each_parent(p, needs, adj, |k, d| elementwise::adjoint(op, k, p, out, g, d)),
+        Family::Elementwise => each_parent(p, needs, adj, |k, d, fresh| elementwise::adjoint(op, k, p, out, g, d, fresh)),
         Family::Linear => linear::adjoint(op, p, g, needs, adj),
-        Family::Product => each_parent(p, needs, adj, |k, d| products::adjoint(op, k, p, g, d)),
+        Family::Product => each_parent(p, needs, adj, |k, d, fresh| {
+            zero_if(fresh, d);
+            products::adjoint(op, k, p, g, d)
+        }),
         Family::Linalg => {
             linalg::prepare_adjoint(op, p, g, aux);
-            each_parent(p, needs, adj, |k, d| linalg::adjoint(op, k, p, out, g, aux, d))
+            each_parent(p, needs, adj, |k, d, fresh| linalg::adjoint(op, k, p, out, g, aux, d, fresh))
         }
     }
 }
 
-/// `share(k, adjoint of parent k)` for each parent that `needs` one, in order.
+/// `share(k, adjoint of parent k, whether it is fresh)` for each parent
+/// that `needs` one, in order.
 #[inline(always)]
-pub(super) fn each_parent<N: Operand, A: Adjoints + ?Sized>(p: &Inputs<N>, needs: impl Fn(u32) -> bool, adj: &mut A, mut share: impl FnMut(usize, &mut [f64])) {
+pub(super) fn each_parent<N: Operand, A: Adjoints + ?Sized>(p: &Inputs<N>, needs: impl Fn(u32) -> bool, adj: &mut A, mut share: impl FnMut(usize, &mut [f64], bool)) {
     for (k, &parent) in p.parents.iter().enumerate() {
         if needs(parent) {
-            share(k, adj.of(parent, p.range(k)));
+            let (d, fresh) = adj.fresh(parent, p.range(k));
+            share(k, d, fresh);
         }
     }
 }
