@@ -197,7 +197,7 @@ fn na_cholesky_adjoint(l: &DMatrix<f64>, lbar: &DMatrix<f64>, abar: &mut [f64]) 
 
 /// The same by the package's faer call (Murray's matrix form).
 fn faer_cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, w: &mut [f64], abar: &mut [f64], par: Par) {
-    linalg::faer::cholesky_adjoint(l, lbar, n, w, abar, par)
+    linalg::faer::cholesky_adjoint(l, lbar, n, w, abar, par, false)
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -379,7 +379,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
     {
         let mut work = vec![0.0; nn];
         let mut ours = vec![0.0; nn];
-        linalg::hand::cholesky_adjoint(&d.l, &d.lbar, n, &mut work, &mut ours);
+        linalg::hand::cholesky_adjoint(&d.l, &d.lbar, n, &mut work, &mut ours, false);
         let l_cm = DMatrix::from_row_slice(n, n, &d.l);
         let lbar_cm = DMatrix::from_row_slice(n, n, &d.lbar);
         out.fill(0.0);
@@ -395,13 +395,13 @@ fn bench_size(c: &mut Criterion, n: usize) {
         g.bench_function("ours", |bch| {
             bch.iter(|| {
                 out.fill(0.0);
-                linalg::hand::cholesky_adjoint(black_box(&d.l), black_box(&d.lbar), n, &mut work, &mut out)
+                linalg::hand::cholesky_adjoint(black_box(&d.l), black_box(&d.lbar), n, &mut work, &mut out, false)
             })
         });
         g.bench_function("package", |bch| {
             bch.iter(|| {
                 out.fill(0.0);
-                linalg::cholesky_adjoint(black_box(&d.l), black_box(&d.lbar), n, &mut work, &mut out)
+                linalg::cholesky_adjoint(black_box(&d.l), black_box(&d.lbar), n, &mut work, &mut out, false)
             })
         });
         g.bench_function("nalgebra-kernel", |bch| {

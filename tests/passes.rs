@@ -1073,4 +1073,30 @@ fn assigning_a_first_term_gives_the_bits_of_adding_it_to_zeros() {
         matrix::add_transposed(m, n, &a, &mut assigned, true);
         assert_eq!(bits(&added), bits(&assigned), "add_transposed {m}×{n}");
     }
+    // The factor's adjoint and a triangular solve's, by the hand-written
+    // kernels and by faer's (n = 120: past both libraries' sizes).
+    use tangent_grad::core::linalg;
+    for n in [7, 120] {
+        let mut g = Lcg(n as u32);
+        let m = g.vec(n * n);
+        let spd: Vec<f64> = (0..n * n).map(|e| (0..n).map(|t| m[e / n * n + t] * m[e % n * n + t]).sum::<f64>() + if e / n == e % n { n as f64 } else { 0.0 }).collect();
+        let mut l = vec![0.0; n * n];
+        linalg::cholesky(&spd, n, &mut l).unwrap();
+        let lbar: Vec<f64> = (0..n * n).map(term).collect();
+        let [added, assigned] = [false, true].map(|assign| {
+            let (mut work, mut abar) = (vec![0.0; n * n], vec![if assign { f64::NAN } else { 0.0 }; n * n]);
+            linalg::cholesky_adjoint(&l, &lbar, n, &mut work, &mut abar, assign);
+            abar
+        });
+        assert_eq!(bits(&added), bits(&assigned), "cholesky_adjoint, n = {n}");
+        for (lower, k) in [(true, 1), (false, 1), (true, 3), (false, n)] {
+            let (b, x) = (g.vec(n * k), g.vec(n * k));
+            let [added, assigned] = [false, true].map(|assign| {
+                let mut tbar = vec![if assign { f64::NAN } else { 0.0 }; n * n];
+                linalg::triangular_solve_tbar(n, lower, &b, &x, k, &mut tbar, assign);
+                tbar
+            });
+            assert_eq!(bits(&added), bits(&assigned), "triangular_solve_tbar, n = {n}, lower {lower}, k = {k}");
+        }
+    }
 }

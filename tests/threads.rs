@@ -43,7 +43,7 @@ fn outputs(n: usize, par: Par) -> Vec<(&'static str, Vec<f64>)> {
     out.push(("cholesky", l.clone()));
 
     let (mut work, mut abar) = (vec![0.0; n * n], vec![0.0; n * n]);
-    lf::cholesky_adjoint(&l, &lbar, n, &mut work, &mut abar, par);
+    lf::cholesky_adjoint(&l, &lbar, n, &mut work, &mut abar, par, false);
     out.push(("cholesky_adjoint", abar));
 
     let u: Vec<f64> = (0..n * n).map(|i| l[(i % n) * n + i / n]).collect();
@@ -127,7 +127,7 @@ fn the_package_gives_the_same_bits_at_any_cap() {
         let mut l = vec![0.0; n * n];
         linalg::cholesky(&a, n, &mut l).unwrap();
         let (mut work, mut abar) = (vec![0.0; n * n], vec![0.0; n * n]);
-        linalg::cholesky_adjoint(&l, &b, n, &mut work, &mut abar);
+        linalg::cholesky_adjoint(&l, &b, n, &mut work, &mut abar, false);
         let mut xm = vec![0.0; n * n];
         linalg::triangular_solve(&l, n, true, &b, n, &mut xm);
         let (mut lu, mut perm) = (vec![0.0; n * n], vec![0.0; n]);
@@ -291,7 +291,7 @@ fn a_cholesky_in_wide_blocks_gives_the_same_bits_at_any_cap() {
 fn empty_matrices_pass_through_the_split_kernels() {
     let (mut l, mut work, mut abar) = (vec![], vec![], vec![]);
     linalg::cholesky(&[], 0, &mut l).unwrap();
-    linalg::cholesky_adjoint(&[], &[], 0, &mut work, &mut abar);
+    linalg::cholesky_adjoint(&[], &[], 0, &mut work, &mut abar, false);
     let mut out = vec![];
     tangent_grad::core::kernels::matrix::transpose(0, 5, &[], &mut out);
     tangent_grad::core::kernels::matrix::add_transposed(5, 0, &[], &mut out, false);
@@ -310,7 +310,7 @@ fn a_solve_adjoint_and_long_sums_give_the_same_bits_at_any_cap() {
         let run = |cap: usize| {
             threads::set_threads(cap);
             let mut tbar = start.clone();
-            linalg::triangular_solve_tbar(n, lower, &bbar, &x, 1, &mut tbar);
+            linalg::triangular_solve_tbar(n, lower, &bbar, &x, 1, &mut tbar, false);
             tbar
         };
         let (all, one) = (run(0), run(1));

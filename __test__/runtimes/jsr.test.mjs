@@ -98,7 +98,10 @@ test('deno publish --dry-run passes, offline, slow-type check included', () => {
 // grad.wasm.js 684,155 of them); the budget was about 25% above. Raised on
 // 2026-12-04 from 1,075,000: sparse Jacobians (src/core/pattern.rs) and the
 // tiled Cholesky of large orders took the module past it (1,094,931 bytes).
-const JSR_BUDGET = 1_125_000;
+// Raised on 2026-12-06 from 1,125,000: first writes into fresh adjoints
+// (each elementwise adjoint loop compiled to assign too) grew grad.wasm.js
+// by 32 KB, to 936,515, and the package to about 1,152,000.
+const JSR_BUDGET = 1_175_000;
 
 test('it would publish the WebAssembly build and the typings, and nothing native, no tests, no build tree', () => {
   for (const f of ['jsr.json', jsr.exports['.'].replace(/^\.\//, ''), 'index.d.ts', 'package.json', 'src/js/browser.js', 'src/js/wasm.js', WASM_CORE]) {

@@ -113,7 +113,8 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> Result<()> {
 
 /// Reverse mode of `cholesky`: given L and the adjoint Lbar of the output
 /// (only Lbar's lower triangle, diagonal included, is read), ACCUMULATE into
-/// `abar` the symmetrized adjoint ½(Φ + Φᵀ) of A, where Φ is the
+/// `abar` (or with `assign`, write as `add_symmetrized` does) the
+/// symmetrized adjoint ½(Φ + Φᵀ) of A, where Φ is the
 /// lower-triangular adjoint of Murray (2016), unblocked reverse-mode
 /// algorithm. `work` has n² entries of scratch.
 ///
@@ -121,10 +122,10 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> Result<()> {
 /// for each output entry (in reverse order) the adjoint of its pre-division /
 /// pre-sqrt value s is formed, and pushed back onto the L entries s was
 /// computed from. Cost ≈ n³/3 multiply-adds.
-pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) {
+pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], assign: bool) {
     let w = lower_triangle(lbar, n, work);
     reverse_sweep(l, w, n);
-    add_symmetrized(w, n, abar);
+    add_symmetrized(w, n, abar, assign);
 }
 
 /// `work`'s first n² entries set to L̄'s lower triangle, zeros above: where
@@ -142,28 +143,39 @@ pub(super) fn lower_triangle<'w>(lbar: &[f64], n: usize, work: &'w mut [f64]) ->
 }
 
 /// Ā += sym(Φ) for Φ (the adjoint of A's lower triangle) in `w`'s lower
-/// triangle: Φ_ii on the diagonal, Φ_ij/2 on both sides of it. Ā by bands
-/// of rows (on several threads when large): a row's part left of the
-/// diagonal reads its own row of `w`, the part right of it a column, by
-/// 16×16 tiles for the strided side's cache lines. One add per entry, so
-/// neither the order nor the split changes the bits.
-pub(super) fn add_symmetrized(w: &[f64], n: usize, abar: &mut [f64]) {
+/// triangle: Φ_ii on the diagonal, Φ_ij/2 on both sides of it; with
+/// `assign` (Ā fresh: `kernels::FirstWrites`), Ā = 0 + sym(Φ), those bits
+/// without reading Ā. Ā by bands of rows (on several threads when large):
+/// a row's part left of the diagonal reads its own row of `w`, the part
+/// right of it a column, by 16×16 tiles for the strided side's cache
+/// lines. One add per entry, so neither the order nor the split changes
+/// the bits.
+pub(super) fn add_symmetrized(w: &[f64], n: usize, abar: &mut [f64], assign: bool) {
+    if assign {
+        symmetrized::<true>(w, n, abar)
+    } else {
+        symmetrized::<false>(w, n, abar)
+    }
+}
+
+fn symmetrized<const ASSIGN: bool>(w: &[f64], n: usize, abar: &mut [f64]) {
     const TILE: usize = 16;
+    let put = |a: &mut f64, term: f64| *a = if ASSIGN { 0.0 } else { *a } + term;
     parallel::rows(&mut abar[..n * n], n, |r0, band| {
         let r1 = r0 + band.len() / n;
         for (r, row) in band.chunks_exact_mut(n).enumerate() {
             let i = r0 + r;
             for (a, &x) in row[..i].iter_mut().zip(&w[i * n..i * n + i]) {
-                *a += 0.5 * x;
+                put(a, 0.5 * x);
             }
-            row[i] += w[i * n + i];
+            put(&mut row[i], w[i * n + i]);
         }
         for i0 in (r0..r1).step_by(TILE) {
             for j0 in (i0..n).step_by(TILE) {
                 for i in i0..(i0 + TILE).min(r1) {
                     let row = &mut band[(i - r0) * n..(i - r0 + 1) * n];
                     for j in j0.max(i + 1)..(j0 + TILE).min(n) {
-                        row[j] += 0.5 * w[j * n + i];
+                        put(&mut row[j], 0.5 * w[j * n + i]);
                     }
                 }
             }

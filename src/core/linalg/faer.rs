@@ -92,7 +92,7 @@ const ADJOINT_PARALLEL_FROM: usize = 2_000_000;
 ///   1. W_DR −= (Φ_DD + Φ_DDᵀ) L_DR
 ///
 /// Every later block has given its share to W's columns J before J's turn.
-pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], par: Par) {
+pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], par: Par, assign: bool) {
     let w = super::cholesky::lower_triangle(lbar, n, work);
     let lm = MatRef::from_row_major_slice(&l[..n * n], n, n);
     let mut wm = MatMut::from_row_major_slice_mut(w, n, n);
@@ -136,7 +136,7 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
             ::faer::linalg::matmul::matmul(w_dr.rb_mut(), Accum::Add, sym, l_dr, -1.0, big(bs * bs * j));
         }
     }
-    super::cholesky::add_symmetrized(w, n, abar);
+    super::cholesky::add_symmetrized(w, n, abar, assign);
 }
 
 /// T̄ −= B̄ Xᵀ on T's own triangle (diagonal included), B̄ and X n×k: a

@@ -148,13 +148,13 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
     false
 }
 
-pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) -> bool {
+pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], assign: bool) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= ADJOINT_FROM && finite_triangle(l, n, true) && finite_triangle(lbar, n, true) {
-        faer(|| super::faer::cholesky_adjoint(l, lbar, n, work, abar, par(n, n)));
+        faer(|| super::faer::cholesky_adjoint(l, lbar, n, work, abar, par(n, n), assign));
         return true;
     }
-    let _ = (l, lbar, n, work, abar);
+    let _ = (l, lbar, n, work, abar, assign);
     false
 }
 
@@ -174,13 +174,16 @@ pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x
 /// The solve's adjoint for T with a matrix right-hand side: T̄ −= B̄ Xᵀ on
 /// T's triangle as one blocked product (the hand-written kernel takes a dot
 /// product per entry: 22% of a GP Hessian-vector product at n = 200).
-pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64]) -> bool {
+pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64], assign: bool) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite(&bbar[..n * k]) && finite(&x[..n * k]) {
+        if assign {
+            super::parallel::zero(&mut tbar[..n * n]);
+        }
         faer(|| super::faer::triangular_solve_tbar(n, lower, bbar, x, k, tbar, par(n, k)));
         return true;
     }
-    let _ = (n, lower, bbar, x, k, tbar);
+    let _ = (n, lower, bbar, x, k, tbar, assign);
     false
 }
 

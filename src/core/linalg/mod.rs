@@ -64,10 +64,11 @@ pub fn gemm_here(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], t
     library::gemm_here(m, k, n, a, ta, b, tb, c)
 }
 
-/// ACCUMULATE into `abar` the adjoint of A from L and L̄ (`work`: n² scratch).
-pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) {
-    if !library::cholesky_adjoint(l, lbar, n, work, abar) {
-        cholesky_kernel::cholesky_adjoint(l, lbar, n, work, abar)
+/// ACCUMULATE into `abar` the adjoint of A from L and L̄ (`work`: n² scratch);
+/// with `assign` (a fresh Ā), write 0 + each term without reading Ā.
+pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], assign: bool) {
+    if !library::cholesky_adjoint(l, lbar, n, work, abar, assign) {
+        cholesky_kernel::cholesky_adjoint(l, lbar, n, work, abar, assign)
     }
 }
 
@@ -86,10 +87,11 @@ pub fn triangular_solve_bbar(t: &[f64], n: usize, lower: bool, xbar: &[f64], k: 
     }
 }
 
-/// The adjoint's second step: ACCUMULATE T̄ −= B̄ Xᵀ on T's own triangle.
-pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64]) {
-    if !library::triangular_solve_tbar(n, lower, bbar, x, k, tbar) {
-        triangular::triangular_solve_tbar(n, lower, bbar, x, k, tbar)
+/// The adjoint's second step: ACCUMULATE T̄ −= B̄ Xᵀ on T's own triangle;
+/// with `assign` (a fresh T̄), T̄ = 0 − B̄ Xᵀ there and zeros off it.
+pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64], assign: bool) {
+    if !library::triangular_solve_tbar(n, lower, bbar, x, k, tbar, assign) {
+        triangular::triangular_solve_tbar(n, lower, bbar, x, k, tbar, assign)
     }
 }
 

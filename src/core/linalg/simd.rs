@@ -314,7 +314,7 @@ fn tile<const R: usize, const C: usize>(rows: [&[f64]; R], cols: [&[f64]; C], m:
 /// and row i's entries once per `COLS` j's. (3 and 2 measured a few percent
 /// faster than 2 and 2, 2 and 4, or 4 and 1 at n = 200; more would spill
 /// V8's sixteen vector registers.)
-pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64]) {
+pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], assign: bool) {
     const ROWS: usize = 3;
     const COLS: usize = 2;
     let w = super::cholesky::lower_triangle(lbar, n, work);
@@ -371,7 +371,7 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
         }
         end = top;
     }
-    super::cholesky::add_symmetrized(w, n, abar);
+    super::cholesky::add_symmetrized(w, n, abar, assign);
 }
 
 /// Row i's step at j (scalar: only the block's own few): `wi`, `li` row i

@@ -29,21 +29,36 @@ pub fn triangular_solve_bbar(t: &[f64], n: usize, lower: bool, xbar: &[f64], k: 
 
 /// Step 2: ACCUMULATE Tbar -= Bbar Xᵀ restricted to T's own triangle
 /// (diagonal included); the other triangle of `tbar` is left untouched.
-pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64]) {
+/// With `assign` (a fresh T̄: `kernels::FirstWrites`), T̄ = 0 − Bbar Xᵀ on
+/// the triangle, those bits without reading T̄, and zeros off it.
+pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64], assign: bool) {
     if k == 0 {
-        return; // Bbar Xᵀ is the zero matrix
+        // Bbar Xᵀ is the zero matrix
+        if assign {
+            parallel::zero(&mut tbar[..n * n]);
+        }
+        return;
     }
     // Each entry takes one update, so bands of rows may go to several threads.
     parallel::triangle_rows(tbar, n, lower, |first, band| {
         for (i, row) in (first..).zip(band.chunks_exact_mut(n)) {
             let (lo, hi) = if lower { (0, i + 1) } else { (i, n) };
+            if assign {
+                row[..lo].fill(0.0);
+                row[hi..].fill(0.0);
+            }
             let trow = &mut row[lo..hi];
-            if k == 1 {
+            if k == 1 && !assign {
                 axpy(trow, -bbar[i], &x[lo..hi]);
+            } else if k == 1 {
+                let s = -bbar[i];
+                for (tij, &xj) in trow.iter_mut().zip(&x[lo..hi]) {
+                    *tij = 0.0 + s * xj;
+                }
             } else {
                 let bi = &bbar[i * k..i * k + k];
                 for (tij, xj) in trow.iter_mut().zip(x[lo * k..hi * k].chunks_exact(k)) {
-                    *tij -= dot(bi, xj);
+                    *tij = if assign { 0.0 } else { *tij } - dot(bi, xj);
                 }
             }
         }

@@ -67,14 +67,17 @@ pub(super) fn prepare_adjoint<N: Operand>(op: Op, p: &Inputs<N>, g: &[f64], aux:
 }
 
 /// Operand `k`'s share of the adjoint `g` of a node whose value is `out`,
-/// added to `d` (zeroed first where it is `fresh`).
+/// added to `d`: written over it where it is `fresh` (the factor's and a
+/// triangular solve's matrix), or zeroed first.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], g: &[f64], aux: &mut [f64], d: &mut [f64], fresh: bool) {
     let n = p.shape(0).rows_cols().0;
-    zero_if(fresh, d);
     match op {
-        Op::Cholesky => linalg::cholesky_adjoint(out, g, n, aux, d),
-        Op::TriangularSolve { lower } if k == 0 => linalg::triangular_solve_tbar(n, lower, aux, out, rhs_cols(p.shape(1)), d),
+        Op::Cholesky => return linalg::cholesky_adjoint(out, g, n, aux, d, fresh),
+        Op::TriangularSolve { lower } if k == 0 => return linalg::triangular_solve_tbar(n, lower, aux, out, rhs_cols(p.shape(1)), d, fresh),
+        _ => zero_if(fresh, d),
+    }
+    match op {
         Op::TriangularSolve { .. } => matrix::axpy(1.0, aux, d),
         Op::SolveGeneral if k == 0 => linalg::sub_outer(n, &aux[n * n + n..], out, rhs_cols(p.shape(1)), d),
         Op::SolveGeneral => matrix::axpy(1.0, &aux[n * n + n..], d),

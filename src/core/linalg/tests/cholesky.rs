@@ -145,7 +145,7 @@ fn cholesky_adjoint_matches_finite_differences() {
         let mut work = vec![f64::NAN; n * n];
         let init = rng.fill(n * n);
         let mut abar = init.clone();
-        cholesky_adjoint(&l, &lbar, n, &mut work, &mut abar);
+        cholesky_adjoint(&l, &lbar, n, &mut work, &mut abar, false);
         let g: Vec<f64> = abar.iter().zip(&init).map(|(x, y)| x - y).collect();
         // Symmetric result.
         for i in 0..n {
@@ -182,7 +182,7 @@ fn cholesky_adjoint_scalar_closed_form() {
     let l = [a.sqrt()];
     let mut work = [0.0];
     let mut abar = [1.0];
-    cholesky_adjoint(&l, &[3.0], 1, &mut work, &mut abar);
+    cholesky_adjoint(&l, &[3.0], 1, &mut work, &mut abar, false);
     assert_eq!(abar[0], 1.0 + 3.0 / (2.0 * a.sqrt()));
 }
 
@@ -199,7 +199,7 @@ fn cholesky_adjoint_of_log_det_is_inverse() {
         }
         let mut work = vec![0.0; n * n];
         let mut abar = vec![0.0; n * n];
-        cholesky_adjoint(&l, &lbar, n, &mut work, &mut abar);
+        cholesky_adjoint(&l, &lbar, n, &mut work, &mut abar, false);
         // abar == A⁻¹  <=>  abar A == I
         let prod = matmul(&abar, &a, n, n, n);
         let mut eye = vec![0.0; n * n];
@@ -220,6 +220,6 @@ fn cholesky_adjoint_propagates_nan() {
     lbar[2 * n + 1] = f64::NAN;
     let mut work = vec![0.0; n * n];
     let mut abar = vec![0.0; n * n];
-    cholesky_adjoint(&l, &lbar, n, &mut work, &mut abar);
+    cholesky_adjoint(&l, &lbar, n, &mut work, &mut abar, false);
     assert!(abar[2 * n + 1].is_nan() && abar[n + 2].is_nan());
 }

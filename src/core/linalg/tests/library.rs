@@ -37,10 +37,10 @@ fn cholesky_and_its_adjoint_match_the_hand_kernels() {
         let mut work = vec![0.0; n * n];
         let start = rng.fill(n * n); // the adjoint accumulates
         let (mut abar, mut hand_abar) = (start.clone(), start.clone());
-        cholesky_adjoint(&hand, &lbar, n, &mut work, &mut abar);
-        hand::cholesky_adjoint(&hand, &lbar, n, &mut work, &mut hand_abar);
+        cholesky_adjoint(&hand, &lbar, n, &mut work, &mut abar, false);
+        hand::cholesky_adjoint(&hand, &lbar, n, &mut work, &mut hand_abar, false);
         assert!(rel(&abar, &hand_abar) <= 1e-12, "n = {n}: {}", rel(&abar, &hand_abar));
-        assert!(library::cholesky_adjoint(&hand, &lbar, n, &mut work, &mut abar), "the library path ran");
+        assert!(library::cholesky_adjoint(&hand, &lbar, n, &mut work, &mut abar, false), "the library path ran");
     }
 }
 
@@ -98,8 +98,8 @@ fn the_solves_triangle_adjoint_matches_the_hand_kernel() {
         let (bbar, x) = (rng.fill(n * k), rng.fill(n * k));
         let start = rng.fill(n * n); // it accumulates, and leaves the other triangle alone
         let (mut got, mut want) = (start.clone(), start.clone());
-        triangular_solve_tbar(n, lower, &bbar, &x, k, &mut got);
-        hand::triangular_solve_tbar(n, lower, &bbar, &x, k, &mut want);
+        triangular_solve_tbar(n, lower, &bbar, &x, k, &mut got, false);
+        hand::triangular_solve_tbar(n, lower, &bbar, &x, k, &mut want, false);
         assert!(rel(&got, &want) <= 1e-12, "n = {n}, k = {k}: {}", rel(&got, &want));
         for i in 0..n {
             for j in 0..n {
@@ -283,7 +283,7 @@ fn cholesky_adjoint_through_faer_matches_central_differences() {
     let mut l = vec![0.0; n * n];
     cholesky(&a, n, &mut l).unwrap();
     let (mut work, mut abar) = (vec![0.0; n * n], vec![0.0; n * n]);
-    assert!(library::cholesky_adjoint(&l, &w, n, &mut work, &mut abar), "faer's path");
+    assert!(library::cholesky_adjoint(&l, &w, n, &mut work, &mut abar, false), "faer's path");
     for _ in 0..3 {
         let m = rng.fill(n * n);
         let d: Vec<f64> = (0..n * n).map(|i| m[i] + m[(i % n) * n + i / n]).collect(); // symmetric
@@ -310,7 +310,7 @@ fn solve_adjoints_through_faer_match_central_differences() {
         triangular_solve(&t, n, lower, &b, k, &mut x);
         let (mut bbar, mut tbar) = (vec![0.0; n * k], vec![0.0; n * n]);
         triangular_solve_bbar(&t, n, lower, &w, k, &mut bbar);
-        triangular_solve_tbar(n, lower, &bbar, &x, k, &mut tbar);
+        triangular_solve_tbar(n, lower, &bbar, &x, k, &mut tbar, false);
         let db = rng.fill(n * k);
         close(weighted(&bbar, &db), directional(|b| solve(&t, b), &b, &db, 1e-6), "triangular B");
         let dt = masked(&rng.fill(n * n), n, lower);

@@ -61,7 +61,7 @@ fn triangular_solve_adjoints_match_finite_differences() {
             let mut bbar = vec![0.0; n * k];
             triangular_solve_bbar(&t, n, lower, &w, k, &mut bbar);
             let mut tbar = vec![7.0; n * n];
-            triangular_solve_tbar(n, lower, &bbar, &x, k, &mut tbar);
+            triangular_solve_tbar(n, lower, &bbar, &x, k, &mut tbar, false);
 
             let h = 1e-6;
             for idx in 0..n * k {
