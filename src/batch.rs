@@ -182,21 +182,16 @@ pub fn check(p: &Plan, params: usize, inputs: usize, k: usize) -> Result<(), Fai
     Ok(())
 }
 
-/// The machine's available parallelism, asked once: the answer reads
-/// cgroup files, which costs more than a small batch.
-fn available() -> usize {
-    static AVAILABLE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
 /// How many threads a batch of `k` points runs on: `asked` (0 for the
-/// machine's available parallelism), at most one per point, and fewer when
-/// the replicas would take more than `REPLICA_BYTES` together.
+/// package's thread cap, `linalg::threads`: the machine's available
+/// parallelism unless `TANGENT_GRAD_THREADS` or `set_threads` lowered it),
+/// at most one per point, and fewer when the replicas would take more than
+/// `REPLICA_BYTES` together.
 pub fn threads_for(p: &Plan, asked: usize, k: usize) -> usize {
     if cfg!(target_arch = "wasm32") {
         return 1;
     }
-    let asked = if asked == 0 { available() } else { asked };
+    let asked = if asked == 0 { crate::core::linalg::threads::threads() } else { asked };
     // A replica holds values, adjoints and scratch.
     let bytes = p.held().saturating_mul(16).max(1);
     asked.clamp(1, MAX_THREADS).min(k.max(1)).min((REPLICA_BYTES / bytes).max(1))
@@ -380,7 +375,7 @@ impl Replicas<'_> {
 }
 
 /// Evaluate a batch (the layout is in the module's comment) on up to
-/// `threads` threads (0: the machine's available parallelism; always one
+/// `threads` threads (0: the package's thread cap, `threads_for`; always one
 /// with `Replicas::Own`). Every point holds the same values in the first
 /// `same_slots` parameter slots (`units`; 0 otherwise), and then only the
 /// gradients over those slots are wanted: the values and the others'
@@ -442,6 +437,8 @@ fn run_into(
         (v, g) = (vt, gt);
         first += n;
     }
+    // A thread with no block would still copy a replica (and fault in its pages) for nothing.
+    let threads = threads.min(blocks.len()).max(1);
     let shared = Shared {
         params,
         inputs,
@@ -473,7 +470,7 @@ fn run_into(
                     pool.give(p);
                 })
             };
-            crate::workers::run_on(threads - 1, available().saturating_sub(1), &on_a_replica);
+            crate::workers::run_on(threads - 1, crate::core::linalg::threads::available().saturating_sub(1), &on_a_replica);
             let done = shared.done.load(Ordering::Relaxed) as u64;
             if let Some(per_point) = shared.busy_ns.load(Ordering::Relaxed).checked_div(done) {
                 pool.point_ns.store(per_point.max(1), Ordering::Relaxed);

@@ -143,6 +143,35 @@ fn sizes_are_checked_before_anything_runs() {
     assert_eq!(threads_for(&p, 1000, 100_000), MAX_THREADS);
 }
 
+/// A batch's default thread count is the package's cap (what
+/// `TANGENT_GRAD_THREADS` and `setThreads` set), not the machine's cores;
+/// and a thread that finds no block copies no replica: three points in
+/// lanes are one block, so four threads leave one replica idle, not four.
+/// (No other test of this binary sets the cap.)
+#[test]
+fn the_default_threads_follow_the_cap_and_a_thread_with_no_block_copies_nothing() {
+    use crate::core::linalg::threads::{available, set_threads};
+    let p = plan_from_json(SPEC).unwrap();
+    assert!(p.replays_in_lanes());
+    set_threads(1);
+    let one = threads_for(&p, 0, 1000);
+    set_threads(0);
+    assert_eq!(one, 1, "capped at one thread");
+    assert_eq!(threads_for(&p, 0, 1000), available().min(MAX_THREADS));
+    assert_eq!(threads_for(&p, 3, 1000), 3, "an explicit count is the caller's");
+    let pool = Pool::new(&p);
+    let (mut values, mut grads) = (vec![0.0; 3], vec![0.0; 9]);
+    let params = [0.5, 1.0, -1.0, 0.25, 2.0, 0.5, -0.75, 0.0, 1.5];
+    run(Replicas::Pool(&pool), &params, &[1.0, 2.0, 3.0, 4.0], 3, 4, &mut values, &mut grads, 0).unwrap();
+    assert_eq!(lock(&pool.idle).len(), 1, "replicas left by a one-block batch on four threads");
+    let mut p1 = p.clone();
+    for (i, point) in params.chunks_exact(3).enumerate() {
+        let (value, gradient) = single(&mut p1, point, &[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(bits(&[value]), bits(&values[i..=i]));
+        assert_eq!(bits(&gradient), bits(&grads[3 * i..3 * i + 3]));
+    }
+}
+
 /// A Hessian's rows (`units` on a tangent plan with matrix steps, so no
 /// lanes) on one replica: after the first direction only the tangent steps
 /// are replayed, through an LU whose factors the sweep must leave (the

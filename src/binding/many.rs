@@ -45,7 +45,7 @@ pub fn pool_release(p: &External<PoolCell>) {
 }
 
 /// A batch on the calling thread and up to `threads - 1` more (0: the
-/// machine's available parallelism), in `batch.rs`'s layout; values and
+/// package's thread cap), in `batch.rs`'s layout; values and
 /// gradients go into the caller's fresh buffers. Errors say `label: point i: …`.
 #[napi(catch_unwind)]
 #[allow(clippy::too_many_arguments)]
