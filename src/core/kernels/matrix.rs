@@ -230,53 +230,45 @@ fn narrow<const K: usize>(a: &[f64], g: &[f64], d: &mut [f64]) {
     *d = acc;
 }
 
+/// out = Aᵀ for row-major A [m×n].
 pub fn transpose(m: usize, n: usize, a: &[f64], out: &mut [f64]) {
-    if crate::core::linalg::parallel::splits(m * n) {
-        return by_bands(m, n, out, |i, j, o| *o = a[i * n + j]);
-    }
-    by_tiles(m, 0..n, |i, j| out[j * m + i] = a[i * n + j]);
+    by_columns(m, n, a, out, |o, x| *o = x);
 }
 
 /// out += Aᵀ for row-major A [m×n] (the adjoint of transpose); with
 /// `assign`, out = 0 + Aᵀ, those bits without reading `out`.
 pub fn add_transposed(m: usize, n: usize, a: &[f64], out: &mut [f64], assign: bool) {
-    let splits = crate::core::linalg::parallel::splits(m * n);
-    match (splits, assign) {
-        (true, true) => by_bands(m, n, out, |i, j, o| *o = 0.0 + a[i * n + j]),
-        (true, false) => by_bands(m, n, out, |i, j, o| *o += a[i * n + j]),
-        (false, true) => by_tiles(m, 0..n, |i, j| out[j * m + i] = 0.0 + a[i * n + j]),
-        (false, false) => by_tiles(m, 0..n, |i, j| out[j * m + i] += a[i * n + j]),
+    if assign {
+        by_columns(m, n, a, out, |o, x| *o = 0.0 + x);
+    } else {
+        by_columns(m, n, a, out, |o, x| *o += x);
     }
 }
 
-/// Side of the square tiles a transpose walks: within a tile, the strided
-/// side touches `TILE` lines that stay in cache (a GP Hessian-vector product
-/// at n = 200 spent 12% in the untiled strided loop).
-const TILE: usize = 16;
+/// Rows of A a transpose walks at a time: their cache lines (and pages)
+/// stay in L1 while each of A's columns in them is written out.
+const TRANSPOSE_ROWS: usize = 64;
 
-/// `f(i, j)` for every entry of an m×n matrix in columns `cols`, tile by
-/// tile, rows in order within a tile. Each entry once, so the result is
-/// the untiled loop's.
+/// `f(&mut out[j·m + i], a[i·n + j])` for every entry of a row-major m×n
+/// A (`out` is n×m): by runs of `TRANSPOSE_ROWS` rows of A, each column of
+/// the run written to one contiguous run of `out`, which the strided reads
+/// hit in cache. (Tiles of 16×16 that read rows and wrote columns took
+/// 0.7–0.9 ns an entry at n = 50–200, this 0.5.) On several threads when
+/// large, each taking a band of `out`'s rows. Each entry once, so any
+/// order gives the same bits.
 #[inline(always)]
-fn by_tiles(m: usize, cols: std::ops::Range<usize>, mut f: impl FnMut(usize, usize)) {
-    for i0 in (0..m).step_by(TILE) {
-        for j0 in cols.clone().step_by(TILE) {
-            for i in i0..(i0 + TILE).min(m) {
-                for j in j0..(j0 + TILE).min(cols.end) {
-                    f(i, j);
+fn by_columns(m: usize, n: usize, a: &[f64], out: &mut [f64], f: impl Fn(&mut f64, f64) + Sync) {
+    let a = &a[..m * n];
+    crate::core::linalg::parallel::rows(&mut out[..m * n], m, |j0, band| {
+        for i0 in (0..m).step_by(TRANSPOSE_ROWS) {
+            let rows = TRANSPOSE_ROWS.min(m - i0);
+            for (j, run) in (j0..).zip(band.chunks_exact_mut(m)) {
+                let column = &a[i0 * n + j..];
+                for (r, o) in run[i0..i0 + rows].iter_mut().enumerate() {
+                    f(o, column[r * n]);
                 }
             }
         }
-    }
-}
-
-/// `by_tiles` of a large matrix on several threads, each taking a band of
-/// `out`'s rows (A's columns; `out` is n×m): `f(i, j, &mut out[j·m + i])`.
-/// (Below the split, `by_tiles` on the whole of `out` is a few percent
-/// faster at n = 50–200 than one band.)
-fn by_bands(m: usize, n: usize, out: &mut [f64], f: impl Fn(usize, usize, &mut f64) + Sync) {
-    crate::core::linalg::parallel::rows(&mut out[..m * n], m, |j0, band| {
-        by_tiles(m, j0..j0 + band.len() / m, |i, j| f(i, j, &mut band[(j - j0) * m + i]))
     })
 }
 
@@ -327,3 +319,4 @@ pub fn for_concat(
         col += c;
     }
 }
+
