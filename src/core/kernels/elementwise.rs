@@ -48,6 +48,9 @@ pub fn binary(bc: Broadcast, a: &[f64], b: &[f64], out: &mut [f64], f: impl Fn(f
 /// Accumulate into the adjoint `d` of operand `k` (0 left, 1 right) the
 /// contributions `c(a, b, g)` of every output element; a broadcast operand
 /// sums its contributions (a scalar over everything, a row vector over rows).
+/// With `assign`, `d` is fresh (`kernels::Adjoints::fresh`) and an operand
+/// whose entries take one term each is written d[i] = 0 + term, the bits of
+/// adding it to a zero (one that sums terms is zeroed by the caller).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub fn binary_adjoint(
@@ -64,12 +67,31 @@ pub fn binary_adjoint(
         return;
     }
     if assign {
-        return binary_assign(bc, k, a, b, g, d, c);
+        let one_term = matches!((bc, k), (Broadcast::Same, _) | (Broadcast::ScalarLeft, 1) | (Broadcast::ScalarRight, 0));
+        assert!(one_term, "an operand that takes a sum of terms is zeroed, not assigned");
+        binary_adjoint_with(bc, k, a, b, g, d, |d, t| *d = 0.0 + t, c)
+    } else {
+        binary_adjoint_with(bc, k, a, b, g, d, |d, t| *d += t, c)
     }
+}
+
+/// `binary_adjoint`, each one-term entry written by `put(entry, term)`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn binary_adjoint_with(
+    bc: Broadcast,
+    k: usize,
+    a: &[f64],
+    b: &[f64],
+    g: &[f64],
+    d: &mut [f64],
+    put: impl Fn(&mut f64, f64),
+    c: impl Fn(f64, f64, f64) -> f64,
+) {
     match (bc, k) {
         (Broadcast::Same, _) => {
             for (((di, &x), &y), &gi) in d.iter_mut().zip(a).zip(b).zip(g) {
-                *di += c(x, y, gi);
+                put(di, c(x, y, gi));
             }
         }
         (Broadcast::ScalarLeft, 0) => {
@@ -79,13 +101,13 @@ pub fn binary_adjoint(
         (Broadcast::ScalarLeft, _) => {
             let x = a[0];
             for ((di, &y), &gi) in d.iter_mut().zip(b).zip(g) {
-                *di += c(x, y, gi);
+                put(di, c(x, y, gi));
             }
         }
         (Broadcast::ScalarRight, 0) => {
             let y = b[0];
             for ((di, &x), &gi) in d.iter_mut().zip(a).zip(g) {
-                *di += c(x, y, gi);
+                put(di, c(x, y, gi));
             }
         }
         (Broadcast::ScalarRight, _) => {
@@ -127,33 +149,6 @@ pub fn binary_adjoint(
     }
 }
 
-/// `binary_adjoint` into a fresh `d` (`kernels::Adjoints::fresh`), where
-/// each entry of `d` takes one term: d[i] = 0 + term, the bits of adding
-/// it to a zero.
-#[inline(always)]
-fn binary_assign(bc: Broadcast, k: usize, a: &[f64], b: &[f64], g: &[f64], d: &mut [f64], c: impl Fn(f64, f64, f64) -> f64) {
-    match (bc, k) {
-        (Broadcast::Same, _) => {
-            for (((di, &x), &y), &gi) in d.iter_mut().zip(a).zip(b).zip(g) {
-                *di = 0.0 + c(x, y, gi);
-            }
-        }
-        (Broadcast::ScalarLeft, 1) => {
-            let x = a[0];
-            for ((di, &y), &gi) in d.iter_mut().zip(b).zip(g) {
-                *di = 0.0 + c(x, y, gi);
-            }
-        }
-        (Broadcast::ScalarRight, 0) => {
-            let y = b[0];
-            for ((di, &x), &gi) in d.iter_mut().zip(a).zip(g) {
-                *di = 0.0 + c(x, y, gi);
-            }
-        }
-        _ => unreachable!("an operand that takes a sum of terms is zeroed, not assigned"),
-    }
-}
-
 #[inline(always)]
 pub fn unary(a: &[f64], out: &mut [f64], f: impl Fn(f64) -> f64) {
     for (o, &x) in out.iter_mut().zip(a) {
@@ -165,13 +160,17 @@ pub fn unary(a: &[f64], out: &mut [f64], f: impl Fn(f64) -> f64) {
 #[inline(always)]
 pub fn unary_adjoint(a: &[f64], out: &[f64], g: &[f64], d: &mut [f64], assign: bool, c: impl Fn(f64, f64, f64) -> f64) {
     if assign {
-        for (((di, &x), &y), &gi) in d.iter_mut().zip(a).zip(out).zip(g) {
-            *di = 0.0 + c(x, y, gi);
-        }
+        unary_adjoint_with(a, out, g, d, |d, t| *d = 0.0 + t, c)
     } else {
-        for (((di, &x), &y), &gi) in d.iter_mut().zip(a).zip(out).zip(g) {
-            *di += c(x, y, gi);
-        }
+        unary_adjoint_with(a, out, g, d, |d, t| *d += t, c)
+    }
+}
+
+/// `unary_adjoint`, each entry written by `put(entry, term)`.
+#[inline(always)]
+fn unary_adjoint_with(a: &[f64], out: &[f64], g: &[f64], d: &mut [f64], put: impl Fn(&mut f64, f64), c: impl Fn(f64, f64, f64) -> f64) {
+    for (((di, &x), &y), &gi) in d.iter_mut().zip(a).zip(out).zip(g) {
+        put(di, c(x, y, gi));
     }
 }
 

@@ -319,4 +319,3 @@ pub fn for_concat(
         col += c;
     }
 }
-
