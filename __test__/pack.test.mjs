@@ -182,9 +182,13 @@ const BUILD_OUTPUT = /^(binding\.(cjs|d\.ts)|grad\.[^/]+\.node|src\/js\/grad\.wa
 // on 2026-12-06 from 2,425,000 for first writes into fresh adjoints (each
 // elementwise adjoint loop compiled to assign too, per vector width: the
 // addon +71 KB, the tarball to 2,434,677), which took the clears out
-// of a large plan's sweep (a compiled gp200 gradient 5–8% faster).
+// of a large plan's sweep (a compiled gp200 gradient 5–8% faster). The
+// unpacked budget raised later that day from 8,350,000 for the Cholesky
+// tangent as one op (src/core/kernels/factor_tangent.rs: the addon +18.6 KB,
+// the WebAssembly +6 KB, unpacked to 8,374,612), which made a GP's Hessian
+// 5–20% faster and its tangent plan smaller.
 const PACKED_BUDGET = 2_450_000;
-const UNPACKED_BUDGET = 8_350_000;
+const UNPACKED_BUDGET = 8_450_000;
 
 test('the tarball holds only what the package means to ship, within its size budget', () => {
   const unexpected = packedFiles.filter((f) => !SHIPPED.some((re) => re.test(f)));

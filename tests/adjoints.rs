@@ -125,14 +125,6 @@ fn cases() -> Vec<Case> {
             range: (-1.0, 1.0),
             build: |g, p| op(g, Op::Matmul, &[p[0], p[1]]),
         },
-        // Cholesky's tangent: the upper triangles are read by neither, so their differences are zero too.
-        Case { name: "lowerMatmul", params: vec![m33, m33], range: (-1.0, 1.0), build: |g, p| op(g, Op::LowerMatmul, &[p[0], p[1]]) },
-        Case {
-            name: "lowerMatmul large (faer path)",
-            params: vec![Shape::Matrix(64, 64), Shape::Matrix(64, 64)],
-            range: (-1.0, 1.0),
-            build: |g, p| op(g, Op::LowerMatmul, &[p[0], p[1]]),
-        },
         Case { name: "matmul vector", params: vec![m23, v3], range: (-1.0, 1.0), build: |g, p| op(g, Op::Matmul, &[p[0], p[1]]) },
         Case { name: "dot", params: vec![v3, v3], range: (-1.0, 1.0), build: |g, p| op(g, Op::Dot, &[p[0], p[1]]) },
         Case { name: "diagPart", params: vec![m33], range: (-1.0, 1.0), build: |g, p| op(g, Op::DiagPart, &[p[0]]) },
@@ -184,6 +176,29 @@ fn cases() -> Vec<Case> {
                 let l = op(g, Op::Cholesky, &[a]);
                 let u = op(g, Op::Transpose, &[l]);
                 op(g, Op::TriangularSolve { lower: false }, &[u, p[1]])
+            },
+        },
+        // The Cholesky tangent L Φ(L⁻¹ sym(Ȧ) L⁻ᵀ): Ȧ not symmetric, L a
+        // factor, or a leaf whose upper triangle the op does not read.
+        Case {
+            name: "choleskyTangent",
+            params: vec![m33, m33],
+            range: (-1.0, 1.0),
+            build: |g, p| {
+                let a = spd(g, p[0], 3);
+                let l = op(g, Op::Cholesky, &[a]);
+                op(g, Op::CholeskyTangent, &[l, p[1]])
+            },
+        },
+        Case { name: "choleskyTangent of a leaf", params: vec![m33, m33], range: (1.0, 2.0), build: |g, p| op(g, Op::CholeskyTangent, &[p[0], p[1]]) },
+        Case {
+            name: "choleskyTangent large (library paths)",
+            params: vec![Shape::Matrix(64, 64), Shape::Matrix(64, 64)],
+            range: (-1.0, 1.0),
+            build: |g, p| {
+                let a = spd(g, p[0], 64);
+                let l = op(g, Op::Cholesky, &[a]);
+                op(g, Op::CholeskyTangent, &[l, p[1]])
             },
         },
         Case {

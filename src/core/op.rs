@@ -98,9 +98,9 @@ ops! {
     Digamma = Op::Digamma,
     Ge = Op::Ge,
     Gt = Op::Gt,
-    /// tril(A) tril(B) of two n×n matrices, read on and below the
-    /// diagonal (Cholesky's tangent): a sixth of a full product's work.
-    LowerMatmul = Op::LowerMatmul,
+    /// L Φ(L⁻¹ sym(Ȧ) L⁻ᵀ) of a factor L and a tangent Ȧ of what it
+    /// factors: the Cholesky tangent as one op (`kernels/factor_tangent.rs`).
+    CholeskyTangent = Op::CholeskyTangent,
 }
 
 impl Op {
@@ -143,7 +143,7 @@ impl Op {
             Op::Digamma => "digamma",
             Op::Ge => "greaterEqual",
             Op::Gt => "greater",
-            Op::LowerMatmul => "lowerMatmul",
+            Op::CholeskyTangent => "choleskyTangent",
         }
     }
 
@@ -192,6 +192,8 @@ impl Op {
     pub fn aux_len(&self, parents: &[Shape]) -> usize {
         match self {
             Op::Cholesky => parents[0].size(),
+            // M and two n×n matrices of scratch (kernels/factor_tangent.rs).
+            Op::CholeskyTangent => 3 * parents[0].size(),
             Op::TriangularSolve { .. } => parents[1].size(),
             Op::SolveGeneral => {
                 let n = parents[0].rows_cols().0;
@@ -207,7 +209,7 @@ impl Op {
             Op::Leaf | Op::Input | Op::Const => Some(0),
             Op::External | Op::Concat { .. } => None,
             Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Maximum | Op::Minimum | Op::Ge | Op::Gt => Some(2),
-            Op::Matmul | Op::Dot | Op::AddDiag | Op::TriangularSolve { .. } | Op::SolveGeneral | Op::LowerMatmul => Some(2),
+            Op::Matmul | Op::Dot | Op::AddDiag | Op::TriangularSolve { .. } | Op::SolveGeneral | Op::CholeskyTangent => Some(2),
             _ => Some(1),
         };
         if let Some(k) = arity {
@@ -294,9 +296,9 @@ impl Op {
             },
             Op::TriangularSolve { .. } => solve_shape("triangularSolve", p[0], p[1]),
             Op::SolveGeneral => solve_shape("solveGeneral", p[0], p[1]),
-            Op::LowerMatmul => match (p[0].square(), p[1].square()) {
+            Op::CholeskyTangent => match (p[0].square(), p[1].square()) {
                 (Some(a), Some(b)) if a == b => Ok(p[0]),
-                _ => fail!("lowerMatmul: needs two square matrices of one order, got {} and {}", p[0], p[1]),
+                _ => fail!("choleskyTangent: needs two square matrices of one order, got {} and {}", p[0], p[1]),
             },
         }
     }

@@ -23,8 +23,6 @@ enum Constant {
     Zeros(Shape),
     /// n×n: 1 on and below the diagonal (`lower`) or on and above it.
     Triangle { n: usize, lower: bool },
-    /// n×n: 1 below the diagonal, 1/2 on it, 0 above (Φ).
-    HalfLower(usize),
 }
 
 /// What the tangent rules record on (`rules::Record`): the graph, and the
@@ -44,7 +42,6 @@ impl Recorder<'_> {
             Constant::Number(bits) => self.g.leaf(Op::Const, Shape::Scalar, &[f64::from_bits(bits)])?,
             Constant::Zeros(s) => self.g.leaf(Op::Const, s, &[])?,
             Constant::Triangle { n, lower } => self.mask(n, |i, j| ((i >= j) == lower || i == j) as u8 as f64)?,
-            Constant::HalfLower(n) => self.mask(n, |i, j| if i > j { 1.0 } else if i == j { 0.5 } else { 0.0 })?,
         };
         self.constants.insert(c, id);
         Ok(id)
@@ -92,19 +89,14 @@ impl Record for Recorder<'_> {
         self.constant(Constant::Triangle { n, lower })
     }
 
-    fn half_lower(&mut self, n: usize) -> Result<u32> {
-        self.constant(Constant::HalfLower(n))
-    }
-
-    /// A lower product (the Cholesky tangent), or its transposes: the
-    /// product writes zeros above the diagonal, and its adjoints read the
-    /// lower triangle of its own alone.
+    /// The Cholesky tangent, or its transposes: it writes zeros above the
+    /// diagonal, and its adjoints read the lower triangle of its own alone.
     fn triangular(&self, id: u32) -> Option<bool> {
         let (mut node, mut lower) = (&self.g.nodes[id as usize], true);
         while node.op == Op::Transpose {
             (node, lower) = (&self.g.nodes[node.parents[0] as usize], !lower);
         }
-        (node.op == Op::LowerMatmul).then_some(lower)
+        (node.op == Op::CholeskyTangent).then_some(lower)
     }
 }
 

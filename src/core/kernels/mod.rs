@@ -1,9 +1,11 @@
 //! The loops the ops' rules (`core/rules`) call, and what they see of the
 //! graph: elementwise loops over the per-element formulas, products, sums
-//! and copies. Kernels read parents' values and write into slices of the
-//! arenas; they never allocate.
+//! and copies, and the Cholesky factor's tangent (`factor_tangent.rs`),
+//! made of the linear algebra's kernels. Kernels read parents' values and
+//! write into slices of the arenas; they never allocate.
 
 pub mod elementwise;
+pub mod factor_tangent;
 pub mod matrix;
 pub mod scalar;
 

@@ -34,6 +34,7 @@ fn reads_in_sweep(nodes: &[Node], id: u32, needs: &[bool], read: &mut [bool]) {
     match node.op {
         Op::Sum | Op::Mean | Op::Transpose | Op::DiagPart | Op::AddDiag | Op::Reshape(_) | Op::Slice { .. } | Op::Concat { .. } => {}
         Op::Cholesky => read[id as usize] = true,
+        Op::CholeskyTangent => read[first] = true,
         Op::TriangularSolve { .. } => {
             read[first] = true;
             read[id as usize] = true;

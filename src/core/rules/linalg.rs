@@ -4,16 +4,19 @@
 //! equation the result satisfies:
 //! - cholesky: L̇ = L Φ(L⁻¹ sym(Ȧ) L⁻ᵀ), Φ the lower triangle with half its
 //!   diagonal; sym(Ȧ) = (Ȧ + Ȧᵀ)/2, the direction the symmetrized adjoint
-//!   (SPEC §5) is the gradient along;
+//!   (SPEC §5) is the gradient along. One op, choleskyTangent, whose
+//!   adjoints `kernels/factor_tangent.rs` derives; it has no tangent (a
+//!   third derivative);
 //! - triangularSolve: Ẋ = T⁻¹(Ḃ − tri(Ṫ) X), tri the triangle T's solve reads;
 //! - solveGeneral: Ẋ = A⁻¹(Ḃ − Ȧ X).
 
 use crate::core::error::Result;
-use crate::core::kernels::matrix;
+use crate::core::kernels::{factor_tangent, matrix};
 use crate::core::kernels::{zero_if, Inputs, Operand};
 use crate::core::linalg;
 use crate::core::op::Op;
 use crate::core::shape::Shape;
+use crate::fail;
 use super::Record;
 
 /// Right-hand-side columns: a vector is one.
@@ -30,6 +33,7 @@ pub(super) fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64], aux: &
     let n = p.shape(0).rows_cols().0;
     match op {
         Op::Cholesky => linalg::cholesky(v(0), n, out)?,
+        Op::CholeskyTangent => factor_tangent::cholesky_tangent(v(0), v(1), n, out, aux),
         Op::TriangularSolve { lower } => linalg::triangular_solve(v(0), n, lower, v(1), rhs_cols(p.shape(1)), out),
         Op::SolveGeneral => {
             let (lu, rest) = aux.split_at_mut(n * n);
@@ -74,6 +78,8 @@ pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], 
     let n = p.shape(0).rows_cols().0;
     match op {
         Op::Cholesky => return linalg::cholesky_adjoint(out, g, n, aux, d, fresh),
+        Op::CholeskyTangent if k == 0 => return factor_tangent::cholesky_tangent_lbar(p.val(0), g, n, aux, d, fresh),
+        Op::CholeskyTangent => return factor_tangent::cholesky_tangent_adotbar(p.val(0), g, n, aux, d, fresh),
         Op::TriangularSolve { lower } if k == 0 => return linalg::triangular_solve_tbar(n, lower, aux, out, rhs_cols(p.shape(1)), d, fresh),
         _ => zero_if(fresh, d),
     }
@@ -87,25 +93,12 @@ pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, out: &[f64], 
 
 pub(super) fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Option<u32>]) -> Result<Option<u32>> {
     match op {
-        Op::Cholesky => {
-            let ta = ts[0].expect("one operand");
-            let n = r.shape(y).rows_cols().0;
-            // The factor reads one triangle, so its tangent is that of the
-            // symmetric part, (Ȧ + Ȧᵀ)/2: exactly Ȧ when Ȧ is symmetric.
-            // Taken always, never on the values of Ȧ's constants: eager
-            // sees an input as a constant, a plan as an input, and a plan
-            // folds what eager keeps as ops, yet both must round alike.
-            let (half, at) = (r.number(0.5)?, r.op(Op::Transpose, &[ta])?);
-            let both = r.op(Op::Add, &[ta, at])?;
-            let sym = r.op(Op::Mul, &[both, half])?;
-            let lower = Op::TriangularSolve { lower: true };
-            let w = r.op(lower, &[y, sym])?;
-            let wt = r.op(Op::Transpose, &[w])?;
-            let z = r.op(lower, &[y, wt])?;
-            let phi = r.half_lower(n)?;
-            let zl = r.op(Op::Mul, &[z, phi])?;
-            r.op(Op::LowerMatmul, &[y, zl]).map(Some)
-        }
+        // The factor reads one triangle, so its tangent is that of the
+        // symmetric part, (Ȧ + Ȧᵀ)/2: exactly Ȧ when Ȧ is symmetric.
+        // Taken always, never on the values of Ȧ's constants: eager sees
+        // an input as a constant, a plan as an input, yet both must round alike.
+        Op::Cholesky => r.op(Op::CholeskyTangent, &[y, ts[0].expect("one operand")]).map(Some),
+        Op::CholeskyTangent => fail!("choleskyTangent has no forward rule (a third derivative of cholesky)"),
         Op::TriangularSolve { lower } => {
             let n = r.shape(p[0]).rows_cols().0;
             // The solve reads one triangle of its matrix: so does the tangent.

@@ -10,9 +10,10 @@
 //!   times its partial);
 //! - `linear.rs`: sum, mean, transpose, diagPart, addDiag, reshape, slice,
 //!   concat (a tangent: the op on the tangents);
-//! - `products.rs`: matmul, dot, lowerMatmul (the product rule);
-//! - `linalg.rs`: cholesky, triangularSolve, solveGeneral (tangents by
-//!   differentiating the equation the result solves).
+//! - `products.rs`: matmul, dot (the product rule);
+//! - `linalg.rs`: cholesky (and its tangent, choleskyTangent),
+//!   triangularSolve, solveGeneral (tangents by differentiating the
+//!   equation the result solves).
 //!
 //! Adding an op: ARCHITECTURE.md, "Where to add an op". The loops the
 //! rules call are in `kernels/` and `linalg/`; they never allocate.
@@ -46,8 +47,8 @@ fn family(op: Op) -> Family {
             Family::Elementwise
         }
         Op::Sum | Op::Mean | Op::Transpose | Op::DiagPart | Op::AddDiag | Op::Reshape(_) | Op::Slice { .. } | Op::Concat { .. } => Family::Linear,
-        Op::Matmul | Op::Dot | Op::LowerMatmul => Family::Product,
-        Op::Cholesky | Op::TriangularSolve { .. } | Op::SolveGeneral => Family::Linalg,
+        Op::Matmul | Op::Dot => Family::Product,
+        Op::Cholesky | Op::CholeskyTangent | Op::TriangularSolve { .. } | Op::SolveGeneral => Family::Linalg,
     }
 }
 
@@ -169,8 +170,6 @@ pub(crate) trait Record {
     fn zeros(&mut self, shape: Shape) -> Result<u32>;
     /// n×n: 1 on and below the diagonal (`lower`) or on and above it.
     fn triangle(&mut self, n: usize, lower: bool) -> Result<u32>;
-    /// n×n: 1 below the diagonal, 1/2 on it, 0 above (the Cholesky tangent's Φ).
-    fn half_lower(&mut self, n: usize) -> Result<u32>;
     /// `Some(lower)` when node `id` holds exact zeros outside a triangle
     /// (on and below the diagonal, or on and above) whatever the leaves
     /// hold, and its adjoint reads only that triangle of its own.

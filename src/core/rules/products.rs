@@ -1,12 +1,10 @@
-//! The products: matmul (matrix times matrix or vector), dot, and
-//! lowerMatmul (a lower triangle times a matrix, the Cholesky tangent's).
+//! The products: matmul (matrix times matrix or vector) and dot.
 //! Each is bilinear, so its adjoint to one operand is a product with the
 //! other, and its tangent the product rule.
 
 use crate::core::error::Result;
 use crate::core::kernels::matrix;
 use crate::core::kernels::{Inputs, Operand};
-use crate::core::linalg;
 use crate::core::op::Op;
 use crate::core::shape::Shape;
 use super::Record;
@@ -22,7 +20,6 @@ pub(super) fn forward<N: Operand>(op: Op, p: &Inputs<N>, out: &mut [f64]) {
             }
         }
         Op::Dot => out[0] = matrix::dot(v(0), v(1)),
-        Op::LowerMatmul => linalg::lower_matmul(v(0), v(1), p.shape(0).rows_cols().0, out),
         _ => unreachable!("{} is not a product", op.name()),
     }
 }
@@ -45,14 +42,6 @@ pub(super) fn adjoint<N: Operand>(op: Op, k: usize, p: &Inputs<N>, g: &[f64], d:
             }
         }
         Op::Dot => matrix::axpy(g[0], v(1 - k), d),
-        Op::LowerMatmul => {
-            let n = p.shape(0).rows_cols().0;
-            if k == 0 {
-                linalg::lower_matmul_abar(g, v(1), n, d)
-            } else {
-                linalg::lower_matmul_bbar(v(0), g, n, d)
-            }
-        }
         _ => unreachable!("{} is not a product", op.name()),
     }
 }
