@@ -93,8 +93,8 @@ ops! {
     TriangularSolve { lower: bool } = Op::TriangularSolve { lower: true },
     SolveGeneral = Op::SolveGeneral,
     /// The ops below only tangent rules record (core/rules: elementwise.rs's
-    /// digamma, ge and gt): no plan names them and no JavaScript function
-    /// makes them.
+    /// digamma, ge and gt, linalg.rs's choleskyTangent): no plan names them
+    /// and no JavaScript function makes them.
     Digamma = Op::Digamma,
     Ge = Op::Ge,
     Gt = Op::Gt,
