@@ -288,6 +288,35 @@ fn a_cholesky_in_wide_blocks_gives_the_same_bits_at_any_cap() {
 }
 
 #[test]
+fn the_cholesky_tangent_and_its_adjoints_give_the_same_bits_at_any_cap() {
+    use tangent_grad::core::kernels::factor_tangent::{cholesky_tangent, cholesky_tangent_adotbar, cholesky_tangent_lbar};
+    // Large enough for parallel solves and, in the product's last bands, parallel products.
+    let n = 1300;
+    let x = Lcg(17).fill(n * n);
+    let a: Vec<f64> = (0..n * n).map(|k| {
+        let (i, j) = (k / n, k % n);
+        x[i * n + j] + x[j * n + i] + if i == j { 2.0 * n as f64 } else { 0.0 }
+    }).collect();
+    let mut l = vec![0.0; n * n];
+    linalg::cholesky(&a, n, &mut l).unwrap();
+    let adot = Lcg(19).fill(n * n);
+    let g = Lcg(23).fill(n * n);
+    let run = |cap: usize| {
+        threads::set_threads(cap);
+        let (mut t, mut aux) = (vec![0.0; n * n], vec![0.0; 3 * n * n]);
+        cholesky_tangent(&l, &adot, n, &mut t, &mut aux);
+        let (mut lbar, mut abar) = (vec![0.0; n * n], vec![0.0; n * n]);
+        cholesky_tangent_lbar(&l, &g, n, &mut aux, &mut lbar, true);
+        cholesky_tangent_adotbar(&l, &g, n, &mut aux, &mut abar, true);
+        vec![("choleskyTangent", t), ("its adjoint to L", lbar), ("its adjoint to Ȧ", abar)]
+    };
+    let (all, one) = (run(0), run(1));
+    threads::set_threads(0);
+    same_bits(n, "choleskyTangent, cap 1 against the machine's", &one, &all);
+    assert!(all.iter().all(|(_, v)| v.iter().all(|x| x.is_finite()) && v.iter().any(|&x| x != 0.0)));
+}
+
+#[test]
 fn empty_matrices_pass_through_the_split_kernels() {
     let (mut l, mut work, mut abar) = (vec![], vec![], vec![]);
     linalg::cholesky(&[], 0, &mut l).unwrap();
