@@ -13,7 +13,6 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 mod arena;
 pub use arena::grow;
-use arena::ZeroTail;
 
 /// A multiply-rotate hash for the merge table: its keys are a few small
 /// integers, for which SipHash's flood resistance buys nothing and costs a
@@ -88,8 +87,9 @@ pub struct Graph {
     merged: MergeTable,
     /// Record every op as a node of its own (only to test what merging changes).
     no_merging: bool,
-    /// While a graph is being built over zeroed memory (`arena.rs`).
-    zero_tail: Option<ZeroTail>,
+    /// The values' and the scratch's zeroed tails while being built (`arena.rs`).
+    zero_tail: Option<arena::ZeroTail>,
+    aux_tail: Option<arena::ZeroTail>,
 }
 
 /// `parents` as a node holds them. One or two (most nodes) are copied by
@@ -218,7 +218,7 @@ impl Graph {
     pub fn replica(&self) -> Graph {
         let mut values = vec![0.0; self.values.len()];
         self.copy_leaf_values(&mut values);
-        Graph { nodes: self.nodes.clone(), values, aux: vec![0.0; self.aux.len()], merged: self.merged.clone(), zero_tail: None, ..*self }
+        Graph { nodes: self.nodes.clone(), values, aux: vec![0.0; self.aux.len()], merged: self.merged.clone(), zero_tail: None, aux_tail: None, ..*self }
     }
 
     /// Write the leaves' values (parameters, inputs, constants) into
@@ -258,7 +258,7 @@ impl Graph {
             return fail!("graph is full");
         }
         let val = self.grow_values(shape.size())?;
-        let aux = grow(&mut self.aux, aux_len).inspect_err(|_| self.values.truncate(val))?;
+        let aux = self.grow_aux(aux_len).inspect_err(|_| self.values.truncate(val))?;
         self.nodes.push(Node { op, parents: parents_of(parents), shape, val, aux, aux_len });
         Ok((self.nodes.len() - 1) as u32)
     }

@@ -7,7 +7,9 @@
 //! written before anything was computed, and on a VM where a page's first
 //! write costs 1–2 ms per MB, most of a first Hessian's building. A node's
 //! range taken from a `ZeroTail` is left as the system handed it over: zero,
-//! and resident only once a replay writes it.
+//! and resident only once a replay writes it. The scratch arena (`aux`)
+//! likewise: the Cholesky tangent's 3n² there were written twice over
+//! (skeleton, compaction) before a replay used them.
 
 use super::Graph;
 use crate::core::error::Result;
@@ -90,44 +92,64 @@ impl ZeroTail {
 }
 
 /// Room a derived plan's skeleton keeps for the nodes recorded on it, per
-/// value of the plan's (a GP's Hessian recorded 3.2 more). WebAssembly
+/// value (and per scratch value) of the plan's: a GP's Hessian recorded
+/// 3.2 more values, and 3 more of scratch (the Cholesky tangent's). WebAssembly
 /// has no lazily zeroed pages, and its memory never shrinks: none there.
 const SKELETON_ROOM: usize = if cfg!(target_arch = "wasm32") { 0 } else { 4 };
+
+/// `grow` of `arena`, from its zeroed `tail` while it has one.
+fn grow_over(arena: &mut Vec<f64>, tail: &mut Option<ZeroTail>, len: usize) -> Result<usize> {
+    if let Some(at) = tail.as_mut().and_then(|t| t.take(arena, len)) {
+        return Ok(at);
+    }
+    let at = grow(arena, len)?;
+    if let Some(t) = tail {
+        t.extended(arena);
+    }
+    Ok(at)
+}
+
+/// An arena of `len` zeroed, untouched values and its tail; where that
+/// much cannot be had at once, an empty arena that grows as any.
+fn arena_over_zeroed(len: usize) -> (Vec<f64>, Option<ZeroTail>) {
+    match zeroed(len) {
+        Ok((arena, tail)) => (arena, Some(tail)),
+        Err(_) => (Vec::new(), None),
+    }
+}
 
 impl Graph {
     /// `grow` of the values arena, from the zeroed tail while it has one.
     pub(super) fn grow_values(&mut self, len: usize) -> Result<usize> {
-        if let Some(at) = self.zero_tail.as_mut().and_then(|t| t.take(&mut self.values, len)) {
-            return Ok(at);
-        }
-        let at = grow(&mut self.values, len)?;
-        if let Some(t) = &mut self.zero_tail {
-            t.extended(&self.values);
-        }
-        Ok(at)
+        grow_over(&mut self.values, &mut self.zero_tail, len)
+    }
+
+    /// `grow` of the scratch arena, likewise.
+    pub(super) fn grow_aux(&mut self, len: usize) -> Result<usize> {
+        grow_over(&mut self.aux, &mut self.aux_tail, len)
     }
 
     /// An empty graph to build on (merging identical nodes or not) whose
-    /// values arena has room for `len` values of zeroed, untouched memory;
-    /// where that much cannot be had at once, an arena that grows as any.
-    pub fn over_zeroed(len: usize, merging: bool) -> Graph {
+    /// values and scratch arenas have room for `values` and `aux` values
+    /// of zeroed, untouched memory.
+    pub fn over_zeroed(values: usize, aux: usize, merging: bool) -> Graph {
         let mut g = Graph { no_merging: !merging, ..Graph::default() };
-        if let Ok((values, tail)) = zeroed(len) {
-            (g.values, g.zero_tail) = (values, Some(tail));
-        }
+        (g.values, g.zero_tail) = arena_over_zeroed(values);
+        (g.aux, g.aux_tail) = arena_over_zeroed(aux);
         g
     }
 
     /// A copy of this graph to record a derived plan on: its nodes, merge
     /// table and leaves' values (parameters, inputs, constants), every
-    /// other value zero and untouched, and `SKELETON_ROOM` times as much
-    /// room the same way. What the derived plan reads of it is its leaves.
+    /// other value and all scratch zero and untouched, and `SKELETON_ROOM`
+    /// times as much room the same way. What the derived plan reads of it
+    /// is its leaves.
     pub fn skeleton(&self) -> Result<Graph> {
-        let len = self.values.len();
+        let (len, aux) = (self.values.len(), self.aux.len());
         let merging = !self.no_merging;
-        let mut g = Graph::over_zeroed(len.saturating_mul(1 + SKELETON_ROOM), merging);
-        if g.zero_tail.is_none() {
-            g = Graph::over_zeroed(len, merging);
+        let mut g = Graph::over_zeroed(len.saturating_mul(1 + SKELETON_ROOM), aux.saturating_mul(1 + SKELETON_ROOM), merging);
+        if g.zero_tail.is_none() || g.aux_tail.is_none() {
+            g = Graph::over_zeroed(len, aux, merging);
         }
         // Refused, not aborted, where it cannot be had: a plan from
         // untrusted JSON may declare arenas near the cap on values.
@@ -136,7 +158,7 @@ impl Graph {
         }
         g.nodes.extend_from_slice(&self.nodes);
         g.grow_values(len)?;
-        grow(&mut g.aux, self.aux.len())?;
+        g.grow_aux(aux)?;
         self.copy_leaf_values(&mut g.values);
         g.merged = self.merged.clone();
         Ok(g)
@@ -144,7 +166,7 @@ impl Graph {
 
     /// The graph is built: from here its arena grows as any does.
     pub fn end_zeroed(&mut self) {
-        self.zero_tail = None;
+        (self.zero_tail, self.aux_tail) = (None, None);
     }
 }
 
@@ -189,10 +211,33 @@ mod tests {
     }
 
     #[test]
+    fn scratch_comes_from_its_own_zeroed_tail_until_the_graph_is_built() {
+        use crate::core::op::Op;
+        use crate::core::shape::Shape;
+        let mut g = Graph::over_zeroed(64, 16, true);
+        // Marked behind the tail's back, to see that a range it gives is
+        // not written (growing would write zeros over the marks).
+        g.aux.spare_capacity_mut().iter_mut().for_each(|x| _ = x.write(7.0));
+        let a = g.leaf(Op::Leaf, Shape::Matrix(2, 2), &[]).unwrap();
+        let l = g.op(Op::Cholesky, &[a], false).unwrap();
+        let node = &g.nodes[l as usize];
+        assert_eq!((node.aux, node.aux_len, g.aux.len()), (0, 4, 4));
+        assert!(g.aux.iter().all(|&x| x == 7.0), "taken from the tail, not written");
+        assert!(g.aux_tail.is_some_and(|t| t.from == 4 && t.cap == g.aux.capacity() && t.ptr == g.aux.as_ptr() as usize));
+        // Past the tail's room: grown as any arena, the tail told.
+        let b = g.leaf(Op::Leaf, Shape::Matrix(4, 4), &[]).unwrap();
+        let m = g.op(Op::Cholesky, &[b], false).unwrap();
+        assert_eq!(g.nodes[m as usize].aux, 4);
+        assert!(g.aux[4..].iter().all(|&x| x == 0.0) && g.aux.len() == 20);
+        g.end_zeroed();
+        assert!(g.aux_tail.is_none() && g.zero_tail.is_none());
+    }
+
+    #[test]
     fn a_failed_op_over_the_tail_leaves_no_value_behind() {
         use crate::core::op::Op;
         use crate::core::shape::Shape;
-        let mut g = Graph::over_zeroed(64, true);
+        let mut g = Graph::over_zeroed(64, 64, true);
         // Not positive definite: the factorization writes part of its
         // value, fails, and the graph gives the range back.
         let a = g.leaf(Op::Const, Shape::Matrix(2, 2), &[4.0, 2.0, 2.0, -9.0]).unwrap();

@@ -109,7 +109,7 @@ fn build(checked: Vec<Checked>, values: usize, root: usize, map: bool, passes: P
     let n = checked.len();
     // Every value in zeroed memory a replay writes first (graph/arena.rs):
     // what the plan lays out elsewhere, or a later compaction drops, is never touched.
-    let mut graph = Graph::over_zeroed(values, passes.merge_identical);
+    let mut graph = Graph::over_zeroed(values, 0, passes.merge_identical);
     // Graph id of each JSON node.
     let mut ids: Vec<u32> = vec![u32::MAX; n];
     // Whether a JSON node is computed from constants only (then it is

@@ -3,7 +3,7 @@
 
 use super::Passes;
 use crate::core::error::Result;
-use crate::core::graph::{post_order_all, Graph};
+use crate::core::graph::{post_order_all, Graph, Node};
 use crate::core::op::Op;
 use crate::fail;
 
@@ -23,10 +23,10 @@ pub(super) fn compact(src: &Graph, roots: &[u32], params: &[u32], inputs: &[u32]
         role[id as usize] = Op::Leaf;
     }
     let order = post_order_all(&src.nodes, roots);
-    // Every value in untouched zeroed memory: what a replay computes is
-    // written (and the pages made resident) by the replay, not here.
-    let room = order.iter().fold(0usize, |n, &id| n.saturating_add(src.nodes[id as usize].shape.size()));
-    let mut g = Graph::over_zeroed(room, passes.merge_identical);
+    // Every value and all scratch in untouched zeroed memory: what a replay
+    // computes is written (and the pages made resident) by the replay, not here.
+    let room = |size: fn(&Node) -> usize| order.iter().fold(0usize, |n, &id| n.saturating_add(size(&src.nodes[id as usize])));
+    let mut g = Graph::over_zeroed(room(|n| n.shape.size()), room(|n| n.aux_len), passes.merge_identical);
     for old in order {
         let node = &src.nodes[old as usize];
         let id = match node.op {

@@ -206,7 +206,10 @@ impl Plan {
         plan.primal = PrimalSweep::of(&plan, passes.share_adjoints_from);
         if let Some(len) = plan.primal.as_ref().and_then(|p| p.shared.as_ref()).map(|s| s.len) {
             if plan.adj.0.len() < len {
-                plan.adj.0.resize(len, 0.0);
+                // No sweep has run: all zeros, so a larger zeroed arena,
+                // untouched until a sweep writes it, rather than zeros
+                // written past the old one (pages faulted in at build).
+                plan.adj.0 = vec![0.0; len];
             }
         }
         Ok(plan)
