@@ -19,6 +19,15 @@ impl Lcg {
     }
 }
 
+/// An n×n symmetric, diagonally dominant (so positive definite) matrix from seed `seed`.
+fn spd(n: usize, seed: u64) -> Vec<f64> {
+    let x = Lcg(seed).fill(n * n);
+    (0..n * n).map(|k| {
+        let (i, j) = (k / n, k % n);
+        x[i * n + j] + x[j * n + i] + if i == j { 2.0 * n as f64 } else { 0.0 }
+    }).collect()
+}
+
 /// Every output of every faer call the package makes, for one order.
 fn outputs(n: usize, par: Par) -> Vec<(&'static str, Vec<f64>)> {
     let mut r = Lcg(0xC0FFEE ^ n as u64);
@@ -266,11 +275,7 @@ fn a_large_asymmetric_matrix_names_its_first_pair() {
 fn a_cholesky_in_wide_blocks_gives_the_same_bits_at_any_cap() {
     // Past faer.rs's WIDE_BLOCKS_FROM, where faer takes 256 columns a block.
     let n = 1601;
-    let x = Lcg(13).fill(n * n);
-    let a: Vec<f64> = (0..n * n).map(|k| {
-        let (i, j) = (k / n, k % n);
-        x[i * n + j] + x[j * n + i] + if i == j { 2.0 * n as f64 } else { 0.0 }
-    }).collect();
+    let a = spd(n, 13);
     let run = |cap: usize| {
         threads::set_threads(cap);
         let mut l = vec![0.0; n * n];
@@ -292,11 +297,7 @@ fn the_cholesky_tangent_and_its_adjoints_give_the_same_bits_at_any_cap() {
     use tangent_grad::core::kernels::factor_tangent::{cholesky_tangent, cholesky_tangent_adotbar, cholesky_tangent_lbar};
     // Large enough for parallel solves and, in the product's last bands, parallel products.
     let n = 1300;
-    let x = Lcg(17).fill(n * n);
-    let a: Vec<f64> = (0..n * n).map(|k| {
-        let (i, j) = (k / n, k % n);
-        x[i * n + j] + x[j * n + i] + if i == j { 2.0 * n as f64 } else { 0.0 }
-    }).collect();
+    let a = spd(n, 17);
     let mut l = vec![0.0; n * n];
     linalg::cholesky(&a, n, &mut l).unwrap();
     let adot = Lcg(19).fill(n * n);
