@@ -71,6 +71,16 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64], par: Par) -> bool {
 /// Columns per block of `cholesky_adjoint`'s reverse sweep.
 const ADJOINT_BLOCK: usize = 64;
 
+/// From this order on, blocks of 256 columns (each diagonal block swept in
+/// blocks of `ADJOINT_BLOCK` in turn): the updates of W's columns to the
+/// left, which stream the rows below the block, then pass over W a quarter
+/// as often. n = 2000: 156–167 ms a gradient on two threads against 176–184
+/// with 64, and 241–250 against 254–267 on one; n = 1000: 27–30 against
+/// 30–33; n = 750: 14.7–15.0 against 15.9; n = 500 alike (2026-12-06). By
+/// order alone, so the bits do not depend on the thread count.
+const WIDE_ADJOINT_FROM: usize = 600;
+const WIDE_ADJOINT_BLOCK: usize = 256;
+
 /// The products and solves within `cholesky_adjoint` take `par`'s threads
 /// from this many multiply-adds; smaller ones cost more to split than they
 /// gain (2 threads, n = 1000: 17–19 ms, against 26–28 with every step split).
@@ -79,6 +89,15 @@ const ADJOINT_PARALLEL_FROM: usize = 2_000_000;
 /// Ā += sym(Φ), Φ the adjoint of A's lower triangle given L̄ (Murray 2016),
 /// by the blocked reverse of a left-looking factorization: ≈ n³/3
 /// multiply-adds, as many as the factorization, nearly all in products.
+pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], par: Par, assign: bool) {
+    let w = super::cholesky::lower_triangle(lbar, n, work);
+    let block = if n >= WIDE_ADJOINT_FROM { WIDE_ADJOINT_BLOCK } else { ADJOINT_BLOCK };
+    blocked_sweep(MatRef::from_row_major_slice(&l[..n * n], n, n), MatMut::from_row_major_slice_mut(w, n, n), block, par);
+    super::cholesky::add_symmetrized(w, n, abar, assign);
+}
+
+/// L̄ → Φ in `wm` (L̄'s lower triangle, zeros above, in; Φ out), L in `lm`,
+/// by blocks of `b` columns.
 ///
 /// The factorization, per block column D (rows and columns J, R = the
 /// columns before J, C = the rows after J):
@@ -88,18 +107,17 @@ const ADJOINT_PARALLEL_FROM: usize = 2_000_000;
 /// Its reverse, from the last block to the first, on W (L̄, then Φ):
 ///   4. W_CD = L̄_CD L_DD⁻¹ (this is Φ_CD), W_DD −= tril(W_CDᵀ L_CD)
 ///   3. W_CR −= W_CD L_DR, W_DR −= W_CDᵀ L_CR
-///   2. W_DD = Φ_DD by the unblocked reverse sweep of `cholesky.rs`
+///   2. W_DD = Φ_DD by the unblocked reverse sweep of `cholesky.rs`, or
+///      blocked again when D is wider than `ADJOINT_BLOCK`
 ///   1. W_DR −= (Φ_DD + Φ_DDᵀ) L_DR
 ///
 /// Every later block has given its share to W's columns J before J's turn.
-pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], par: Par, assign: bool) {
-    let w = super::cholesky::lower_triangle(lbar, n, work);
-    let lm = MatRef::from_row_major_slice(&l[..n * n], n, n);
-    let mut wm = MatMut::from_row_major_slice_mut(w, n, n);
-    let b = ADJOINT_BLOCK;
+fn blocked_sweep(lm: MatRef<'_, f64>, mut wm: MatMut<'_, f64>, b: usize, par: Par) {
+    let n = lm.nrows();
     let big = |multiply_adds: usize| if multiply_adds >= ADJOINT_PARALLEL_FROM { par } else { Par::Seq };
     // The diagonal block's L and W, contiguous for the unblocked sweep, and Φ + Φᵀ.
-    let (mut ld, mut wd, mut sym) = (vec![0.0; b * b], vec![0.0; b * b], vec![0.0; b * b]);
+    let most = b.min(ADJOINT_BLOCK).pow(2);
+    let (mut ld, mut wd, mut sym) = (vec![0.0; most], vec![0.0; most], vec![0.0; b * b]);
     for j in (0..n).step_by(b).rev() {
         let (e, bs) = ((j + b).min(n), (j + b).min(n) - j);
         let m = n - e;
@@ -116,19 +134,28 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
                 ::faer::linalg::matmul::matmul(w_dr.rb_mut(), Accum::Add, w_cd.rb().transpose(), l_cr, -1.0, big(m * j * bs));
             }
         }
-        let (ld, wd, sym) = (&mut ld[..bs * bs], &mut wd[..bs * bs], &mut sym[..bs * bs]);
-        for r in 0..bs {
-            for c in 0..bs {
-                ld[r * bs + c] = l_dd[(r, c)];
-                wd[r * bs + c] = w_dd[(r, c)];
+        let sym = &mut sym[..bs * bs];
+        if bs > ADJOINT_BLOCK {
+            blocked_sweep(l_dd, w_dd.rb_mut(), ADJOINT_BLOCK, par);
+        } else {
+            let (ld, wd) = (&mut ld[..bs * bs], &mut wd[..bs * bs]);
+            for r in 0..bs {
+                for c in 0..bs {
+                    ld[r * bs + c] = l_dd[(r, c)];
+                    wd[r * bs + c] = w_dd[(r, c)];
+                }
+            }
+            clean_upper_state(); // faer's wide kernels before the sweep's SSE code (library.rs says why)
+            super::cholesky::reverse_sweep(ld, wd, bs);
+            for r in 0..bs {
+                for c in 0..bs {
+                    w_dd[(r, c)] = wd[r * bs + c];
+                }
             }
         }
-        clean_upper_state(); // faer's wide kernels before the sweep's SSE code (library.rs says why)
-        super::cholesky::reverse_sweep(ld, wd, bs);
         for r in 0..bs {
             for c in 0..bs {
-                w_dd[(r, c)] = wd[r * bs + c];
-                sym[r * bs + c] = wd[r * bs + c] + wd[c * bs + r];
+                sym[r * bs + c] = w_dd[(r, c)] + w_dd[(c, r)];
             }
         }
         if j > 0 {
@@ -136,7 +163,6 @@ pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], aba
             ::faer::linalg::matmul::matmul(w_dr.rb_mut(), Accum::Add, sym, l_dr, -1.0, big(bs * bs * j));
         }
     }
-    super::cholesky::add_symmetrized(w, n, abar, assign);
 }
 
 /// T̄ −= B̄ Xᵀ on T's own triangle (diagonal included), B̄ and X n×k: a
