@@ -13,9 +13,10 @@
 //!   n = 100; Cholesky and LU's solve of one right-hand side from n = 150.
 //! - The hand-written kernels: everything smaller; under WebAssembly,
 //!   everything but Cholesky from n = 150, which is tiled (`simd.rs`).
-//! - Several threads (faer's, `threads.rs` says how many) for Cholesky, LU,
-//!   their solves with a matrix right-hand side, the adjoints, and products
-//!   (faer's gemm, from the same size) of at least 600³ multiply-adds.
+//! - Several threads (faer's, `threads.rs` says how many) for solves with a
+//!   matrix right-hand side, their adjoints and products (faer's gemm, from
+//!   the same size) of at least 600³ multiply-adds; for Cholesky and its
+//!   adjoint from order 725, LU from 1200.
 
 use nalgebra::{DMatrixView, DVectorViewMut};
 
@@ -51,11 +52,30 @@ const MATRIX_SOLVE_FROM: usize = 12;
 #[cfg(not(target_arch = "wasm32"))]
 const SEQ: ::faer::Par = ::faer::Par::Seq;
 
-/// Several threads (`threads.rs` says how many) for Cholesky and LU from
-/// this order on, and for a solve or product when its n²k flops reach
-/// this order's n³ (`benches/linalg.rs`, `faer-2t` against `faer-1t`).
+/// Several threads (`threads.rs` says how many) for a solve or product
+/// when its n²k flops reach this order's n³ (`benches/linalg.rs`, `faer-2t`
+/// against `faer-1t`), and for LU from `LU_PARALLEL_FROM`, Cholesky from
+/// `CHOLESKY_PARALLEL_FROM`.
 #[cfg(not(target_arch = "wasm32"))]
 const PARALLEL_FROM: usize = 600;
+
+/// Several threads for Cholesky and its adjoint only from this order, where
+/// the O(n²) passes around them split too (`parallel`'s 2^19 values): below
+/// it, on two threads, a compiled log-determinant took 7.7–10.3 ms at
+/// n = 600–650 against 5.6–8.1 on one, and 10.3–13.8 against 9.7–10.2 at
+/// 720; at 730, 9.4–13.5 against 11.4–12.3, and 750–1000 gain (2026-12-06).
+/// Products and matrix solves gain from 600 (1.2–1.5× at 650–700).
+#[cfg(not(target_arch = "wasm32"))]
+const CHOLESKY_PARALLEL_FROM: usize = 725;
+
+/// faer's parallelism for a Cholesky factorization or adjoint of order n.
+#[cfg(not(target_arch = "wasm32"))]
+fn cholesky_par(n: usize) -> ::faer::Par {
+    if n < CHOLESKY_PARALLEL_FROM {
+        return SEQ;
+    }
+    par(n, n)
+}
 
 /// faer's parallelism for a kernel of order n with k right-hand columns.
 #[cfg(not(target_arch = "wasm32"))]
@@ -138,7 +158,7 @@ fn finite_triangle(t: &[f64], n: usize, lower: bool) -> bool {
 pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= LARGE_FROM && finite_rows(&a[..n * n], n) && super::cholesky::symmetric(a, n) {
-        return faer(|| super::faer::cholesky(a, n, l, par(n, n)));
+        return faer(|| super::faer::cholesky(a, n, l, cholesky_par(n)));
     }
     #[cfg(target_arch = "wasm32")]
     if n >= TILED_FROM {
@@ -151,7 +171,7 @@ pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], assign: bool) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     if n >= ADJOINT_FROM && finite_triangle(l, n, true) && finite_triangle(lbar, n, true) {
-        faer(|| super::faer::cholesky_adjoint(l, lbar, n, work, abar, par(n, n), assign));
+        faer(|| super::faer::cholesky_adjoint(l, lbar, n, work, abar, cholesky_par(n), assign));
         return true;
     }
     let _ = (l, lbar, n, work, abar, assign);

@@ -18,9 +18,9 @@ fn same(x: &[f64], y: &[f64]) -> bool {
 
 #[test]
 fn cholesky_and_its_adjoint_match_the_hand_kernels() {
-    // From the library's first size, across its column blocks (64), to one
-    // that takes several threads (`library::PARALLEL_FROM`) and the
-    // adjoint's wide blocks (256; at 788 the last is 20 columns).
+    // From the library's first size, across its column blocks (64), to the
+    // adjoint's wide blocks (256: 651), and one that takes several threads
+    // (`library::CHOLESKY_PARALLEL_FROM`; at 788 the last block is 20 columns).
     for n in [100, 128, 240, 651, 788] {
         let mut rng = Lcg(71 + n as u64);
         let a = random_spd(n, &mut rng);
