@@ -62,7 +62,7 @@ const PARALLEL_FROM: usize = 600;
 /// Several threads for Cholesky and its adjoint only from this order, where
 /// the O(n²) passes around them split too (`parallel`'s 2^19 values): below
 /// it, on two threads, a compiled log-determinant took 7.7–10.3 ms at
-/// n = 600–650 against 5.6–8.1 on one, and 10.3–13.8 against 9.7–10.2 at
+/// n = 600–650 against 5.6–8.1 on one, and 12.0–13.8 against 9.7–10.2 at
 /// 720; at 730, 9.4–13.5 against 11.4–12.3, and 750–1000 gain (2026-12-06).
 /// Products and matrix solves gain from 600 (1.2–1.5× at 650–700).
 #[cfg(not(target_arch = "wasm32"))]
