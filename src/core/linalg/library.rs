@@ -54,24 +54,21 @@ const SEQ: ::faer::Par = ::faer::Par::Seq;
 
 /// Several threads (`threads.rs` says how many) for a solve or product
 /// when its n²k flops reach this order's n³ (`benches/linalg.rs`, `faer-2t`
-/// against `faer-1t`), and for LU from `LU_PARALLEL_FROM`, Cholesky from
-/// `CHOLESKY_PARALLEL_FROM`.
+/// against `faer-1t`), and for LU from `LU_PARALLEL_FROM`, Cholesky as
+/// `cholesky_par` says.
 #[cfg(not(target_arch = "wasm32"))]
 const PARALLEL_FROM: usize = 600;
 
-/// Several threads for Cholesky and its adjoint only from this order, where
-/// the O(n²) passes around them split too (`parallel`'s 2^19 values): below
-/// it, on two threads, a compiled log-determinant took 7.7–10.3 ms at
-/// n = 600–650 against 5.6–8.1 on one, and 12.0–13.8 against 9.7–10.2 at
-/// 720; at 730, 9.4–13.5 against 11.4–12.3, and 750–1000 gain (2026-12-06).
-/// Products and matrix solves gain from 600 (1.2–1.5× at 650–700).
-#[cfg(not(target_arch = "wasm32"))]
-const CHOLESKY_PARALLEL_FROM: usize = 725;
-
-/// faer's parallelism for a Cholesky factorization or adjoint of order n.
+/// faer's parallelism for a Cholesky factorization or adjoint of order n:
+/// several threads only where the O(n²) passes around it split too
+/// (`parallel::splits`, from 2^19 values: n ≥ 725). From order 600, on two
+/// threads, a compiled log-determinant took 7.7–10.3 ms at n = 600–650
+/// against 5.6–8.1 on one, and 12.0–13.8 against 9.7–10.2 at 720; at 730,
+/// 9.4–13.5 against 11.4–12.3, and 750–1000 gain (2026-12-06). Products
+/// and matrix solves gain from 600 (1.2–1.5× at 650–700).
 #[cfg(not(target_arch = "wasm32"))]
 fn cholesky_par(n: usize) -> ::faer::Par {
-    if n < CHOLESKY_PARALLEL_FROM {
+    if !super::parallel::splits(n * n) {
         return SEQ;
     }
     par(n, n)
