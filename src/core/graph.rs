@@ -143,11 +143,14 @@ pub fn eval_factored(nodes: &[Node], id: usize, values: &mut [f64], aux: &[f64])
     rules::solve_factored(&p, out, &aux[node.aux..node.aux + node.aux_len])
 }
 
-/// Propagate node `id`'s adjoint to each parent that `needs` one.
-pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux: &mut [f64], needs: &[bool]) {
+/// Propagate node `id`'s adjoint to each parent that `needs` one, in an
+/// arena laid out like the values. `fresh`: parents' adjoints this step
+/// writes first, neither written nor zeroed yet (`kernels::FirstWrites`).
+pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux: &mut [f64], needs: &[bool], fresh: kernels::FreshAdjoints) {
     let node = &nodes[id];
     if let Some((f, k)) = Formula::of(node.op).filter(|_| node.shape == Shape::Scalar) {
         // An elementwise op with a scalar result has scalar operands.
+        debug_assert!(fresh.is_empty(), "a scalar's operands are not large");
         let (a, b) = (node.parents[0] as usize, node.parents[node.parents.len() - 1] as usize);
         let at = [nodes[a].val, nodes[b].val, node.val];
         return scalar::accumulate(f, k, at, [needs[a], needs[b]], values, adj);
@@ -157,7 +160,9 @@ pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux
     let p = inputs(nodes, node, values);
     let out = &values[node.range()];
     let aux = &mut aux[node.aux..node.aux + node.aux_len];
-    rules::adjoint(node.op, &p, out, g, aux, |parent| needs[parent as usize], lower);
+    let mut writes = kernels::FirstWrites::new(lower, fresh);
+    rules::adjoint(node.op, &p, out, g, aux, |parent| needs[parent as usize], &mut writes);
+    writes.finish();
 }
 
 /// `propagate` in a plan's adjoint arena, where node `i`'s adjoint lies at
@@ -172,7 +177,7 @@ pub fn propagate_at(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], 
     if at[id] == node.val && Formula::of(node.op).is_some() && node.shape == Shape::Scalar {
         // A scalar and its scalar operands are never shared: laid out like the values.
         debug_assert!(fresh.is_empty(), "a scalar's operands are not large");
-        return propagate(nodes, id, values, adj, aux, needs);
+        return propagate(nodes, id, values, adj, aux, needs, fresh);
     }
     let (left, rest) = adj.split_at_mut(at[id]);
     let (g, right) = rest.split_at_mut(size);

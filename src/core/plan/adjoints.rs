@@ -117,7 +117,7 @@ pub(super) fn sweep(steps: &[Step], clear: &[(usize, usize)], shared: Option<&Sh
         for step in steps {
             match *step {
                 Step::Scalar(s) => scalar::accumulate(s.formula, s.k, s.at(), s.needs, &g.values, adj),
-                Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, needs),
+                Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, needs, Default::default()),
             }
         }
         return;

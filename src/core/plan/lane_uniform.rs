@@ -165,7 +165,7 @@ impl Plan {
                     let needs = [s.needs[0] && u.same_at[s.a as usize], s.needs[1] && u.same_at[s.b as usize]];
                     scalar::accumulate(s.formula, s.k, s.at(), needs, &g.values, adj);
                 }
-                Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, &u.same),
+                Step::Node(id) => propagate(&g.nodes, id as usize, &g.values, adj, &mut g.aux, &u.same, Default::default()),
             }
         }
         for &id in &u.shown {
