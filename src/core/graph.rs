@@ -143,14 +143,11 @@ pub fn eval_factored(nodes: &[Node], id: usize, values: &mut [f64], aux: &[f64])
     rules::solve_factored(&p, out, &aux[node.aux..node.aux + node.aux_len])
 }
 
-/// Propagate node `id`'s adjoint to each parent that `needs` one, in an
-/// arena laid out like the values. `fresh`: parents' adjoints this step
-/// writes first, neither written nor zeroed yet (`kernels::FirstWrites`).
+/// Propagate node `id`'s adjoint to each parent that `needs` one (`fresh`: those it writes first).
 pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux: &mut [f64], needs: &[bool], fresh: kernels::FreshAdjoints) {
     let node = &nodes[id];
     if let Some((f, k)) = Formula::of(node.op).filter(|_| node.shape == Shape::Scalar) {
-        // An elementwise op with a scalar result has scalar operands.
-        debug_assert!(fresh.is_empty(), "a scalar's operands are not large");
+        // An elementwise op with a scalar result has scalar operands (never fresh: small).
         let (a, b) = (node.parents[0] as usize, node.parents[node.parents.len() - 1] as usize);
         let at = [nodes[a].val, nodes[b].val, node.val];
         return scalar::accumulate(f, k, at, [needs[a], needs[b]], values, adj);
@@ -165,11 +162,9 @@ pub fn propagate(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], aux
     writes.finish();
 }
 
-/// `propagate` in a plan's adjoint arena, where node `i`'s adjoint lies at
-/// `at[i]`: at its value's offset, or in a block it shares with adjoints
-/// that are never live at the same time (`Plan::share_adjoints`). A node's
-/// adjoint and its parents' are live together, so never overlap.
-/// `fresh`: parents' adjoints turning live here (`kernels::FirstWrites`).
+/// `propagate` in a plan's adjoint arena, node `i`'s adjoint at `at[i]`: its value's offset,
+/// or a block shared with adjoints never live at the same time (`Plan::share_adjoints`);
+/// a node's adjoint and its parents' are live together, so never overlap.
 #[allow(clippy::too_many_arguments)]
 pub fn propagate_at(nodes: &[Node], id: usize, values: &[f64], adj: &mut [f64], at: &[usize], aux: &mut [f64], needs: &[bool], fresh: kernels::FreshAdjoints) {
     let node = &nodes[id];
