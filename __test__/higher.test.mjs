@@ -232,6 +232,7 @@ const unaries = [
   ['pow, k = 2.5', (x) => G.pow(x, 2.5), () => mat(2, 3, 0.3, 2)],
   ['pow, k = -1.5', (x) => G.pow(x, -1.5), () => vec(4, 0.5, 2)],
   ['pow, k = 3, any sign', (x) => G.pow(x, 3), () => vec(4)],
+  ['pow, k = 1, any sign', (x) => G.pow(x, 1), () => vec(4)],
 ];
 for (const [name, f, gen] of unaries) opCases.push([name, f, gen()]);
 opCases.push(['exp of a number parameter', (x) => G.exp(x), 0.3]);
@@ -396,6 +397,18 @@ describe('2. closed forms', () => {
       const r = G.jvp(logdet)(A, V);
       near([r.tangent], [traceJS(matmulJS(Ai, V))], TIGHT, 'tangent');
     });
+  });
+
+  test('powers at 0: the Hessian of Σ (x + x²/2 + x³/3) is diag(1 + 2x), and that of Σ x¹ is 0 (no 0 · 0⁻¹)', () => {
+    const x = [0, -0.5, 1.5];
+    const poly = (z) => G.add(G.sum(G.pow(z, 1)), G.mul(0.5, G.sum(G.pow(z, 2))), G.mul(1 / 3, G.sum(G.pow(z, 3))));
+    const linear = (z) => G.sum(G.pow(z, 1));
+    for (const [how, make] of [['eager', (f) => G.hessian(f)], ['compiled', (f) => G.compile(f).hessian]]) {
+      const H = make(poly)(x).hessian;
+      near(H.flat(), x.flatMap((xi, i) => x.map((_, j) => (i === j ? 1 + 2 * xi : 0))), TIGHT, `${how}: polynomial`);
+      assert.deepEqual(make(linear)(x).hessian.flat().map(Math.abs), [0, 0, 0, 0, 0, 0, 0, 0, 0], `${how}: Σ x¹`);
+    }
+    assert.deepEqual(G.hvp(linear)(x, [1, 1, 1]).hvp.map(Math.abs), [0, 0, 0], 'hvp of Σ x¹');
   });
 
   describe('lgamma: the Hessian is diagonal with trigamma on it', () => {
@@ -1477,6 +1490,16 @@ describe('7. errors', () => {
       assert.throws(() => h.jvp(xm, { a: [1, 1], b: [1, 1], z: 1 }), { message: 'jvp: the tangent has key "z", which is not a parameter' }, how);
       assert.throws(() => h.jvp(xm, [1, 1, 1, 1]), { message: 'jvp: the tangent must be a {name: value} map with the parameters\' keys' }, how);
       assert.throws(() => h.hvp(xm, 3), { message: 'hvp: the tangent must be a {name: value} map with the parameters\' keys' }, how);
+    }
+  });
+
+  test('a tangent that is not a value at all: asTensor\'s message, with the function\'s prefix', () => {
+    for (const [how, h] of forms(sq, [1, 2])) {
+      assert.throws(() => h.hvp([1, 2], { a: [1, 2] }), { message: 'hvp: the tangent must be a number, a non-empty array, or a tensor' }, how);
+    }
+    for (const [how, h] of forms(mapF, xm)) {
+      assert.throws(() => h.jvp(xm, { a: 'x', b: [1, 1] }), { message: 'jvp: tangent "a" must be a number, a non-empty array, or a tensor' }, how);
+      assert.throws(() => h.hvp(xm, { a: [[1], [1, 2]], b: [1, 1] }), { message: 'hvp: tangent "a" is not rectangular (row 1 has length 2, expected 1)' }, how);
     }
   });
 

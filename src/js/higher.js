@@ -30,14 +30,21 @@ export function readTangent(v, keys, shapes, where) {
     }
     return t;
   };
-  if (keys === null) return [check(asTensor(v, 'tangent'), 0, 'the tangent', 'the parameter')];
+  const read = (t, name) => {
+    try {
+      return asTensor(t, name);
+    } catch (e) {
+      throw prefixed(where, e);
+    }
+  };
+  if (keys === null) return [check(read(v, 'the tangent'), 0, 'the tangent', 'the parameter')];
   if (!isMapForm(v)) throw new Error(`${where}: the tangent must be a {name: value} map with the parameters' keys`);
   for (const k of Object.keys(v)) {
     if (!keys.includes(k)) throw new Error(`${where}: the tangent has key "${k}", which is not a parameter`);
   }
   return keys.map((k, i) => {
     if (!Object.prototype.hasOwnProperty.call(v, k)) throw new Error(`${where}: the tangent has no key "${k}"; it needs one per parameter`);
-    return check(asTensor(v[k], `tangent "${k}"`), i, `tangent "${k}"`, `parameter "${k}"`);
+    return check(read(v[k], `tangent "${k}"`), i, `tangent "${k}"`, `parameter "${k}"`);
   });
 }
 

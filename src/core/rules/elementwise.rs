@@ -267,6 +267,9 @@ fn unary_tangent(r: &mut dyn Record, op: Op, y: u32, x: u32, tx: u32) -> Result<
             r.op(Op::Gt, &[x, zero])?
         }
         Op::Lgamma => r.op(Op::Digamma, &[x])?,
+        // ẋ·1 = ẋ, the same bits; but no pow(x, 0), whose own derivative,
+        // 0·x⁻¹, would make the Hessian of x¹ NaN at 0.
+        Op::Pow(k) if k.get() == 1.0 => return Ok(Some(tx)),
         Op::Pow(k) => {
             let (kc, less) = (r.number(k.get())?, r.op(Op::Pow(Exponent::new(k.get() - 1.0)), &[x])?);
             r.op(Op::Mul, &[kc, less])?
