@@ -209,6 +209,7 @@ opCases.push(['add, three operands (variadic)', (p) => G.add(p.a, p.b, p.c), { a
 opCases.push(['mul, three operands (variadic)', (p) => G.mul(p.a, p.b, p.c), { a: vec(3), b: num(), c: mat(2, 3) }]);
 opCases.push(['mul by an input', (p, d) => G.mul(p.a, d.k), { a: mat(2, 3) }, { inputs: { k: mat(2, 3) } }]);
 opCases.push(['div of an input by a parameter', (p, d) => G.div(d.k, p.a), { a: awayVec(3) }, { inputs: { k: vec(3) } }]);
+opCases.push(['div of an input matrix by a scalar parameter (a kernel\'s D²/ℓ²)', (p, d) => G.div(d.k, p), away(), { inputs: { k: mat(2, 3) } }]);
 
 for (const [opName, op] of [['maximum', G.maximum], ['minimum', G.minimum]]) {
   const a = mat(2, 3);

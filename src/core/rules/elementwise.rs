@@ -193,6 +193,13 @@ pub(super) fn tangent(r: &mut dyn Record, op: Op, y: u32, p: &[u32], ts: &[Optio
                 over(r, num, p[1]).map(Some)
             }
             (Some(ta), None) => over(r, ta, p[1]).map(Some),
+            // −ḃ/b on scalars, then one product with y: a kernel's D²/ℓ²
+            // takes one n×n tangent value, not three.
+            (None, Some(tb)) if r.shape(y) != Shape::Scalar && r.shape(tb) == Shape::Scalar && r.shape(p[1]) == Shape::Scalar => {
+                let q = r.op(Op::Div, &[tb, p[1]])?;
+                let minus = r.op(Op::Neg, &[q])?;
+                r.op(Op::Mul, &[y, minus]).map(Some)
+            }
             (None, Some(tb)) => {
                 let yb = r.op(Op::Mul, &[y, tb])?;
                 let q = over(r, yb, p[1])?;
