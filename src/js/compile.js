@@ -122,6 +122,7 @@ export function compile(f) {
     new Error(`${label}: point ${i} is shaped ${signature(x)}, unlike point 0 (${signature(points[0])}); a batch evaluates one shape signature`);
   const batchWith = (method, label, points, inputs, options) => {
     const b = batchPoints(points, options, label);
+    inputs = readOnce(inputs);
     if (b.k === 0) return emptyBatch(b);
     const entry = batchEntry(b, inputs, label);
     if (entry === null) return eagerBatch(c, points, b, inputs, label);
@@ -131,6 +132,9 @@ export function compile(f) {
   c.batchAsync = (points, inputs, options) => settle(() => batchWith('batchAsync', 'batchAsync', points, inputs, options));
   c.async = (x, inputs) =>
     settle(() => {
+      // Read once: the plan is chosen from what is packed.
+      x = readOnce(x);
+      inputs = readOnce(inputs);
       const entry = eager ? null : entryFor(x, inputs);
       if (entry === null) return c(x, inputs);
       const b = { packed: false, k: 1, threads: 1, sample: x };

@@ -36,6 +36,9 @@ export function typedLength(a) {
   }
 }
 
+/** A typed array's own length (-1 for a Proxy around one), else `length`: what a value's shape is read from. */
+export const lengthOf = (v) => (v instanceof Float64Array ? typedLength(v) : v.length);
+
 /** The most values one tensor holds: the core's cap. */
 export const MAX_VALUES = 2 ** 28;
 
@@ -53,7 +56,7 @@ export function tensor(data, shape) {
   }
   const d = data instanceof Float64Array ? data : Float64Array.from(data);
   const s = Array.from(shape);
-  if (d.length !== sizeOf(s)) throw new Error(`data length ${d.length} does not match shape ${fmtShape(s)}`);
+  if (lengthOf(d) !== sizeOf(s)) throw new Error(`data length ${lengthOf(d)} does not match shape ${fmtShape(s)}`);
   return { data: d, shape: s };
 }
 
@@ -84,24 +87,29 @@ export const isRow = (r) => Array.isArray(r) || r instanceof Float64Array;
  */
 export function shapeOf(x, name) {
   if (typeof x === 'number') return [];
-  if (x instanceof Float64Array) return [x.length];
+  // Typed arrays by their own length: a subclass's `length` getter may lie.
+  if (x instanceof Float64Array) {
+    if (lengthOf(x) < 0) throw new Error(`${name} must be a number, a non-empty array, or a tensor`);
+    return [lengthOf(x)];
+  }
   if (Array.isArray(x)) {
     if (x.length === 0) throw new Error(`${name} must be a number, a non-empty array, or a tensor`);
     const first = x[0];
     if (!isRow(first)) return [x.length];
-    const n = first.length;
+    const n = lengthOf(first);
+    if (n < 0) throw badElements(name);
     if (n === 0) throw new Error(`${name} must have at least one column`);
     for (let i = 1; i < x.length; i++) {
       const row = x[i];
-      if (!isRow(row)) throw new Error(`${name} must be a number, an array of numbers, or an array of rows`);
-      if (row.length !== n) throw new Error(`${name} is not rectangular (row ${i} has length ${row.length}, expected ${n})`);
+      if (!isRow(row)) throw badElements(name);
+      if (lengthOf(row) !== n) throw new Error(`${name} is not rectangular (row ${i} has length ${lengthOf(row)}, expected ${n})`);
     }
     return [x.length, n];
   }
   if (isTensor(x)) {
     const s = x.shape;
     if (!validShape(s)) throw new Error(`${name} has shape ${fmtShape(s)}; a shape is up to two non-negative integers`);
-    if (x.data.length !== sizeOf(s)) throw new Error(`data length ${x.data.length} does not match shape ${fmtShape(s)}`);
+    if (lengthOf(x.data) !== sizeOf(s)) throw new Error(`data length ${lengthOf(x.data)} does not match shape ${fmtShape(s)}`);
     return s;
   }
   throw new Error(`${name} must be a number, a non-empty array, or a tensor`);
@@ -189,7 +197,8 @@ function readValueOnce(v) {
   if (v === null || typeof v !== 'object' || Array.isArray(v) || v instanceof Float64Array) return v;
   const data = v.data;
   const shape = v.shape;
-  return data instanceof Float64Array && Array.isArray(shape) ? { data, shape } : v;
+  // The shape's entries too, once (a long one is refused before it is read).
+  return data instanceof Float64Array && Array.isArray(shape) ? { data, shape: shape.length <= 2 ? shape.slice() : shape } : v;
 }
 
 /**

@@ -104,10 +104,26 @@ function document({ params, P, ins, I, root }) {
 
 const notAPlan = () => new Error('compileFromJSON: not a serialized plan');
 
+/** Arrays this long are checked for holes before JSON.stringify writes a null for each. */
+const SPARSE_FROM = 1 << 16;
+
+/**
+ * A stringify replacer's check of each array it is about to write: a long
+ * one with holes is refused at once. Written out, a sparse array of 2^26
+ * took 37 s and 5 GB, and one of 2^27 crashed the process (V8's
+ * JSON.stringify, Node 20), wherever in the plan it was.
+ */
+function refuseSparse(v) {
+  if (Array.isArray(v) && v.length >= SPARSE_FROM && v.includes(undefined)) {
+    throw new Error(`an array of length ${v.length} with holes`);
+  }
+  return v;
+}
+
 /** JSON text for the core, with the numbers JSON cannot hold (NaN, ±Infinity, -0) as strings. */
 export function planText(json) {
   return JSON.stringify(json, (_, v) =>
-    typeof v === 'number' && (!Number.isFinite(v) || Object.is(v, -0)) ? (Object.is(v, -0) ? '-0' : String(v)) : v,
+    typeof v === 'number' && (!Number.isFinite(v) || Object.is(v, -0)) ? (Object.is(v, -0) ? '-0' : String(v)) : refuseSparse(v),
   );
 }
 
@@ -125,7 +141,7 @@ function textOf(json) {
     // JSON.stringify writes NaN and ±Infinity as null, and -0 as 0. Without
     // them its text is planText's, at half the cost; a plan holding one is
     // written again, with them spelled out.
-    const text = typeof json.toJSON === 'function' || signedZeroIn(nodes) ? null : JSON.stringify(json);
+    const text = typeof json.toJSON === 'function' || signedZeroIn(nodes) ? null : JSON.stringify(json, (_, v) => refuseSparse(v));
     return typeof text === 'string' && !text.includes('null') ? text : planText(json);
   } catch (e) {
     throw new Error(`compileFromJSON: not a serialized plan (${e.message})`);
@@ -236,11 +252,12 @@ export function compileFromJSON(json) {
   };
   const batchWith = (method, label, points, ins, options) => {
     const b = batchPoints(points, options, label);
+    ins = readOnce(ins);
     if (ins !== undefined) checkInputs(ins, 'compileFromJSON');
     if (b.k === 0) return emptyBatch(b);
     if (b.packed) replay.checkPacked(b, label);
     try {
-      check(b.sample, ins);
+      check(readOnce(b.sample), ins);
     } catch (e) {
       throw pointError(label, 0, e);
     }
@@ -250,6 +267,8 @@ export function compileFromJSON(json) {
   r.batchAsync = (points, ins, options) => settle(() => batchWith('batchAsync', 'batchAsync', points, ins, options));
   r.async = (x, ins) =>
     settle(() => {
+      x = readOnce(x);
+      ins = readOnce(ins);
       check(x, ins);
       const b = { packed: false, k: 1, threads: 1, sample: x };
       return replay.batchAsync([x], b, ins, '', 'compileFromJSON', null).then((out) => out[0]);

@@ -14,6 +14,8 @@ import {
   isMapForm,
   isRow,
   isTensor,
+  lengthOf,
+  readOnce,
   setOwn,
   shapeGradient,
   shapeOf,
@@ -47,8 +49,8 @@ export function sigOfShape(s) {
 
 function sigOf(v) {
   if (typeof v === 'number') return 's';
-  if (v instanceof Float64Array) return `v${v.length}`;
-  if (Array.isArray(v)) return isRow(v[0]) ? `${v.length}x${v[0].length}` : `v${v.length}`;
+  if (v instanceof Float64Array) return `v${lengthOf(v)}`;
+  if (Array.isArray(v)) return isRow(v[0]) ? `${v.length}x${lengthOf(v[0])}` : `v${v.length}`;
   if (isTensor(v)) return sigOfShape(v.shape);
   return '?';
 }
@@ -56,9 +58,9 @@ function sigOf(v) {
 /** Whether v, in any parameter form, has this shape (what a signature compares). */
 function sameShape(v, shape) {
   if (typeof v === 'number') return shape.length === 0;
-  if (v instanceof Float64Array) return shape.length === 1 && v.length === shape[0];
+  if (v instanceof Float64Array) return shape.length === 1 && lengthOf(v) === shape[0];
   if (Array.isArray(v)) {
-    if (isRow(v[0])) return shape.length === 2 && v.length === shape[0] && v[0].length === shape[1];
+    if (isRow(v[0])) return shape.length === 2 && v.length === shape[0] && lengthOf(v[0]) === shape[1];
     return shape.length === 1 && v.length === shape[0];
   }
   if (isTensor(v)) {
@@ -308,7 +310,7 @@ export class Replay {
     const data = v instanceof Float64Array ? v : isTensor(v) ? v.data : null;
     if (data !== null) {
       const shape = i < this.shapes.length ? this.shapes[i] : this.inputShapes[i - this.shapes.length];
-      if (data.length !== sizeOf(shape)) throw new Error(`data length ${data.length} does not match shape ${fmtShape(shape)}`);
+      if (lengthOf(data) !== sizeOf(shape)) throw new Error(`data length ${lengthOf(data)} does not match shape ${fmtShape(shape)}`);
       dst.set(data, off);
       return;
     }
@@ -381,16 +383,18 @@ export class Replay {
     const at = (i, e) => (label ? pointError(label, i, e) : e);
     let params;
     let mapped = null; // points packMap wrote
+    let read = null; // the others, as read once: checked, packed and unpacked
     if (b.packed) {
       this.checkPacked(b, label);
       params = b.data; // read in place by a synchronous batch, copied at the call by an async one
     } else {
       params = scratch ? scratch.params : new Float64Array(k * width);
       mapped = scratch ? scratch.mapped : new Uint8Array(k);
+      read = new Array(k).fill(null);
       for (let i = 0; i < k; i++) {
-        const x = points[i];
-        mapped[i] = packMap(this, x, params, i * width) ? 1 : 0;
+        mapped[i] = packMap(this, points[i], params, i * width) ? 1 : 0;
         if (mapped[i]) continue;
+        const x = (read[i] = readOnce(points[i]));
         if (!this.fitsParams(x)) {
           try {
             this.checkForms(x);
@@ -406,7 +410,7 @@ export class Replay {
         }
       }
     }
-    return { params, inputs: this.packInputs(inputs), mapped };
+    return { params, inputs: this.packInputs(inputs), mapped, read };
   }
 
   /** `batch`: every point on up to b.threads threads; results in the points' forms. */
@@ -418,13 +422,13 @@ export class Replay {
     const scratch = b.packed || this._batching ? null : this.scratch(k, k * this.width());
     if (scratch) this._batching = true;
     try {
-      const { params, inputs: ins, mapped } = this.packBatch(points, b, inputs, label, where, misfit, scratch);
+      const { params, inputs: ins, mapped, read } = this.packBatch(points, b, inputs, label, where, misfit, scratch);
       const values = scratch ? scratch.values : new Float64Array(k);
       const grads = scratch ? scratch.grads : new Float64Array(params.length);
       this.replicas((pool) => N.planBatch(pool, params, ins, k, b.threads, label, values, grads));
       if (b.packed) return { values, gradients: { data: grads, shape: [k, b.n] } };
       const out = new Array(k);
-      for (let i = 0; i < k; i++) out[i] = mapped[i] ? mapPoint(this, values, grads, i) : this.unpackPoint(points[i], values, grads, i);
+      for (let i = 0; i < k; i++) out[i] = mapped[i] ? mapPoint(this, values, grads, i) : this.unpackPoint(read[i], values, grads, i);
       return out;
     } finally {
       if (scratch) this._batching = false;
@@ -443,9 +447,9 @@ export class Replay {
 
   /** `batchAsync` (and `async`, one point with label ''): arguments copied at the call. */
   batchAsync(points, b, inputs, label, where, misfit) {
-    const { params, inputs: ins, mapped } = this.packBatch(points, b, inputs, label, where, misfit);
+    const { params, inputs: ins, mapped, read } = this.packBatch(points, b, inputs, label, where, misfit);
     const k = b.k;
-    const forms = b.packed ? null : Array.from({ length: k }, (_, i) => (mapped[i] ? null : snapshot(points[i], this.map)));
+    const forms = b.packed ? null : Array.from({ length: k }, (_, i) => (mapped[i] ? null : snapshot(read[i], this.map)));
     return this.replicas((pool) => N.planBatchAsync(pool, params, ins, k, b.threads, label)).then((out) => {
       if (b.packed) return { values: out.slice(0, k), gradients: { data: out.slice(k), shape: [k, b.n] } };
       const values = out.subarray(0, k);

@@ -352,7 +352,7 @@ export function asTensor(x, name = 'value') {
     shapeOf(x, name); // its shape checked, so no entry crosses as a string
     return x;
   }
-  if (x instanceof Float64Array) return { data: x, shape: [x.length] };
+  if (x instanceof Float64Array) return { data: x, shape: shapeOf(x, name) };
   const shape = shapeOf(x, name);
   if (sizeOf(shape) > MAX_VALUES) throw new Error(`${name} of shape ${fmtShape(shape)} is too large`);
   const data = new Float64Array(sizeOf(shape));

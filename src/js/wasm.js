@@ -5,6 +5,10 @@
 
 import wasmBase64 from './grad.wasm.js';
 
+/** A typed array's own length, which a subclass's `length` getter cannot misstate (what `set` copies). */
+const TYPED_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Float64Array.prototype), 'length').get;
+const lengthOf = (a) => (ArrayBuffer.isView(a) ? TYPED_LENGTH.call(a) : a.length);
+
 /** The module's bytes, carried inline so bundlers and CDNs need no loader. */
 function wasmBytes() {
   const text = atob(wasmBase64);
@@ -90,10 +94,11 @@ export function loadWasm(bytes = wasmBytes()) {
   }
 
   const put64 = (s, data) => {
-    const p = reserve(s, data.length * 8);
+    const n = lengthOf(data);
+    const p = reserve(s, n * 8);
     heap();
     f64.set(data, p >>> 3);
-    return data.length;
+    return n;
   };
   const putU32 = (s, ids) => {
     const n = ids.length;
@@ -145,18 +150,18 @@ export function loadWasm(bytes = wasmBytes()) {
   /** Values of `flat` and its views together. */
   function total(flat, views) {
     let n = flat.length;
-    for (let j = 0; j < views.length; j++) n += views[j].length;
+    for (let j = 0; j < views.length; j++) n += lengthOf(views[j]);
     return n;
   }
   /** Copy `n` values of `src` to `dst` from `at`: a loop for the few, `set` for the many. */
   function copy(dst, at, src, n) {
-    if (n > 16) dst.set(n === src.length ? src : src.subarray(0, n), at);
+    if (n > 16) dst.set(n === lengthOf(src) ? src : src.subarray(0, n), at);
     else for (let i = 0; i < n; i++) dst[at + i] = src[i];
   }
   /** Where each view starts when the views follow `head` values, one after another. */
   function starts(head, views) {
     const out = new Array(views.length);
-    for (let j = 0, off = head; j < views.length; off += views[j].length, j++) out[j] = off;
+    for (let j = 0, off = head; j < views.length; off += lengthOf(views[j]), j++) out[j] = off;
     return out;
   }
   /** Arguments to scratch 0 and their offsets to scratch 1, as plan_run reads them. */
@@ -316,7 +321,7 @@ export function loadWasm(bytes = wasmBytes()) {
       for (let i = 0, m = gradFlat.length; i < m; i++) gradFlat[i] = f64[p2 + i];
       for (let j = 0; j < gradViews.length; j++) {
         const g = gradViews[j];
-        g.set(f64.subarray(p2 + to[j], p2 + to[j] + g.length));
+        g.set(f64.subarray(p2 + to[j], p2 + to[j] + lengthOf(g)));
       }
       return value;
     },
