@@ -325,3 +325,31 @@ test('batch, batchAsync and async read each point once: a getter that answers di
     assert.deepEqual(await c.batchAsync([good, alternating()]), [expected, expected]);
   }
 });
+
+test(".grad read from a hand-built node's backward: what the sweep has so far, and the final adjoint after it", () => {
+  const x = G.variable([1, 2, 3]);
+  let inside = null;
+  const h = new G.Var({ data: Float64Array.from(x.data), shape: [3] }, [x], (g) => {
+    inside = Array.from(x.grad);
+    return [g];
+  });
+  G.add(G.sum(G.square(x)), G.sum(h), G.sum(G.mul(3, x))).backward();
+  assert.deepEqual(Array.from(x.grad), [6, 8, 10]);
+  assert.equal(inside.length, 3);
+  // A large adjoint (first written by its writer, not zeroed at the sweep's
+  // start) read before anything wrote it this sweep: zeros, not the last sweep's.
+  const n = 100;
+  const y = G.variable(Array.from({ length: n }, (_, i) => i / n));
+  const w = G.exp(y);
+  G.sum(G.mul(1e6, w)).backward();
+  assert.equal(w.grad[0], 1e6);
+  let early = null;
+  const k = new G.Var({ data: Float64Array.from(y.data), shape: [n] }, [y], (g) => {
+    early = w.grad[0];
+    return [g];
+  });
+  G.add(G.sum(k), G.sum(w)).backward();
+  assert.equal(early, 0);
+  assert.equal(w.grad[0], 1);
+  assert.equal(y.grad[0], 2);
+});

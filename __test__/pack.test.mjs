@@ -186,8 +186,11 @@ const BUILD_OUTPUT = /^(binding\.(cjs|d\.ts)|grad\.[^/]+\.node|src\/js\/grad\.wa
 // unpacked budget raised later that day from 8,350,000 for the Cholesky
 // tangent as one op (src/core/kernels/factor_tangent.rs: the addon +18.6 KB,
 // the WebAssembly +6 KB, unpacked to 8,374,612), which made a GP's Hessian
-// 5–20% faster and its tangent plan smaller.
-const PACKED_BUDGET = 2_450_000;
+// 5–20% faster and its tangent plan smaller. Raised on 2026-12-06 from
+// 2,450,000 for the fixes of a held-out hostile-input run (arguments read
+// once in batches, typed arrays by their own length, pools reused: the
+// sources and CHANGELOG, the tarball to 2,450,070).
+const PACKED_BUDGET = 2_475_000;
 const UNPACKED_BUDGET = 8_450_000;
 
 test('the tarball holds only what the package means to ship, within its size budget', () => {

@@ -88,6 +88,16 @@ describe('toJSON', () => {
     assert.equal(r.toJSON, undefined);
   });
 
+  test('a plan that takes no inputs accepts an empty inputs map, as compile does', () => {
+    const c = compile((p) => logdetPSD(p.A));
+    const x = { A: [[4, 1], [1, 3]] };
+    const expected = c(x, {});
+    const r = compileFromJSON(c.toJSON());
+    assert.deepEqual(r(x, {}), expected);
+    assert.deepEqual(r.hessian(x, {}), c.hessian(x, {}));
+    assert.throws(() => r(x, { y: 1 }), /built for arguments shaped A:2x2, got A:2x2\|y:s/);
+  });
+
   const A = [[4, 1], [1, 3]];
   const json = (f, x, ins) => {
     const c = compile(f);

@@ -144,10 +144,18 @@ impl Tape {
         None
     }
 
-    /// The adjoint of `id` after the last sweep, if it carries one.
-    pub fn adjoint(&self, id: u32) -> Option<&[f64]> {
-        let node = self.graph.nodes.get(id as usize)?;
-        (*self.needs.get(id as usize)?).then(|| &self.adj[node.range()])
+    /// The adjoint of `id` after the last sweep, if it carries one (or so
+    /// far, read from a hand-built node's backward: one no step has
+    /// reached yet is zeroed then, and its writers add to the zeros).
+    pub fn adjoint(&mut self, id: u32) -> Option<&[f64]> {
+        let r = self.graph.nodes.get(id as usize)?.range();
+        if !*self.needs.get(id as usize)? {
+            return None;
+        }
+        if self.unwritten.get_mut(id as usize).is_some_and(std::mem::take) {
+            self.adj[r.clone()].fill(0.0);
+        }
+        Some(&self.adj[r])
     }
 
     /// Add a hand-built node's contribution to a parent's adjoint.

@@ -21,7 +21,8 @@
 //   built goes into it rather than into a new one (src/binding/mod.rs,
 //   plan_external): V8 runs a dead external's weak callback in a full
 //   collection's pause (~20 000 of them took 50-130 ms), and napi keeps what
-//   it allocated for one until the event loop turns (~0.5 KB a plan).
+//   it allocated for one until the event loop turns (~0.5 KB a plan). A
+//   released pool's external likewise (plan_pool).
 
 import { N } from './binding.js';
 
@@ -82,6 +83,9 @@ let front = 0;
 /** Released externals a new plan can be built into; none if the binding makes new ones anyway (WebAssembly). */
 const spares = [];
 let recycles = true;
+/** The same for pools (N.planPool). */
+const poolSpares = [];
+let poolsRecycle = true;
 
 /** A native plan under the budget: what its owner holds and the budget queues. */
 class Held {
@@ -157,7 +161,7 @@ export function touch(h) {
  */
 export function onReplicas(h, plan, call) {
   if (h.pool === undefined) {
-    h.pool = N.planPool(plan);
+    h.pool = newPool(plan);
     recount(h);
   } else {
     touch(h);
@@ -169,6 +173,18 @@ export function onReplicas(h, plan, call) {
     if (!(out instanceof Promise)) recount(h);
   }
   return out instanceof Promise ? out.finally(() => recount(h)) : out;
+}
+
+/** `plan`'s pool, in a released pool's external where there is one (as `build` does for plans). */
+function newPool(plan) {
+  const into = poolSpares.length > 0 ? poolSpares.pop() : null;
+  const pool = N.planPool(plan, into);
+  if (pool === null || pool === undefined) return into;
+  if (into !== null) {
+    poolsRecycle = false;
+    poolSpares.length = 0;
+  }
+  return pool;
 }
 
 /**
@@ -249,7 +265,10 @@ function release(h) {
     return false;
   }
   if (recycles && spares.length < MOST_SPARES) spares.push(h.plan);
-  if (h.pool !== undefined) N.poolRelease(h.pool);
+  if (h.pool !== undefined) {
+    N.poolRelease(h.pool);
+    if (poolsRecycle && poolSpares.length < MOST_SPARES) poolSpares.push(h.pool);
+  }
   h.plan = null;
   h.pool = undefined;
   h.poolBytes = 0;

@@ -183,6 +183,8 @@ export class Var {
   get grad() {
     const t = tapeOf(this);
     if (t.sweeps === 0) return null;
+    // Read from a hand-built node's backward: what the sweep has so far, not kept.
+    if (t.sweeping) return nodeAdjoint(t, this._id, this.shape);
     if (this._gradSweep !== t.sweeps) {
       this._grad = nodeAdjoint(t, this._id, this.shape);
       this._gradSweep = t.sweeps;

@@ -423,7 +423,7 @@ export function loadWasm(bytes = wasmBytes()) {
       return atX;
     },
     // Many points per call, on this one thread: the plan is its own pool.
-    planPool: (h) => h,
+    planPool: (h) => h, // a new "pool" whatever `into` is: budget.js keeps no spares
     poolBytes: () => 0,
     poolRelease() {},
     planBatch(h, params, inputs, k, threads, label, values, grads) {
