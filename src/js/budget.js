@@ -80,12 +80,12 @@ export const stats = { released: 0, mostAtOnce: 0 };
 /** The live plans' Helds, queued at the back and taken from the front. */
 let queue = [];
 let front = 0;
-/** Released externals a new plan can be built into; none if the binding makes new ones anyway (WebAssembly). */
-const spares = [];
-let recycles = true;
-/** The same for pools (N.planPool). */
-const poolSpares = [];
-let poolsRecycle = true;
+/**
+ * Released externals a new plan (or pool, N.planPool) can be made into;
+ * none once the binding shows it makes new ones anyway (WebAssembly).
+ */
+const planSpares = { list: [], recycles: true };
+const poolSpares = { list: [], recycles: true };
 
 /** A native plan under the budget: what its owner holds and the budget queues. */
 class Held {
@@ -108,21 +108,31 @@ class Held {
  * (or null) that the napi binding puts the plan into, returning null.
  */
 export function build(make) {
-  const into = spares.length > 0 ? spares.pop() : null;
-  let plan;
+  return fromSpares(planSpares, make);
+}
+
+/** `make(into)` with a spare of `spares` as `into` where there is one: what it made, or `into` if it filled that. */
+function fromSpares(spares, make) {
+  const into = spares.list.length > 0 ? spares.list.pop() : null;
+  let made;
   try {
-    plan = make(into);
+    made = make(into);
   } catch (e) {
-    if (into !== null) spares.push(into);
+    if (into !== null) spares.list.push(into);
     throw e;
   }
-  if (plan === null || plan === undefined) return into;
+  if (made === null || made === undefined) return into;
   if (into !== null) {
-    // A binding that always makes a new plan: keep no spares.
-    recycles = false;
-    spares.length = 0;
+    // A binding that always makes a new one: keep no spares.
+    spares.recycles = false;
+    spares.list.length = 0;
   }
-  return plan;
+  return made;
+}
+
+/** Keep `released`, an external emptied by the budget, for `fromSpares`. */
+function keepSpare(spares, released) {
+  if (spares.recycles && spares.list.length < MOST_SPARES) spares.list.push(released);
 }
 
 /** Put `plan`, just made, under the budget; its Held, releasing others past the budget. */
@@ -161,7 +171,7 @@ export function touch(h) {
  */
 export function onReplicas(h, plan, call) {
   if (h.pool === undefined) {
-    h.pool = newPool(plan);
+    h.pool = fromSpares(poolSpares, (into) => N.planPool(plan, into));
     recount(h);
   } else {
     touch(h);
@@ -173,18 +183,6 @@ export function onReplicas(h, plan, call) {
     if (!(out instanceof Promise)) recount(h);
   }
   return out instanceof Promise ? out.finally(() => recount(h)) : out;
-}
-
-/** `plan`'s pool, in a released pool's external where there is one (as `build` does for plans). */
-function newPool(plan) {
-  const into = poolSpares.length > 0 ? poolSpares.pop() : null;
-  const pool = N.planPool(plan, into);
-  if (pool === null || pool === undefined) return into;
-  if (into !== null) {
-    poolsRecycle = false;
-    poolSpares.length = 0;
-  }
-  return pool;
 }
 
 /**
@@ -264,10 +262,10 @@ function release(h) {
   } catch {
     return false;
   }
-  if (recycles && spares.length < MOST_SPARES) spares.push(h.plan);
+  keepSpare(planSpares, h.plan);
   if (h.pool !== undefined) {
     N.poolRelease(h.pool);
-    if (poolsRecycle && poolSpares.length < MOST_SPARES) poolSpares.push(h.pool);
+    keepSpare(poolSpares, h.pool);
   }
   h.plan = null;
   h.pool = undefined;

@@ -3,11 +3,8 @@
 // Arrays cross by being written straight into scratch buffers in wasm
 // memory, so a call is one ordinary wasm call (no glue, no emulated napi).
 
+import { lengthOf } from './forms.js';
 import wasmBase64 from './grad.wasm.js';
-
-/** A typed array's own length, which a subclass's `length` getter cannot misstate (what `set` copies). */
-const TYPED_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Float64Array.prototype), 'length').get;
-const lengthOf = (a) => (ArrayBuffer.isView(a) ? TYPED_LENGTH.call(a) : a.length);
 
 /** The module's bytes, carried inline so bundlers and CDNs need no loader. */
 function wasmBytes() {
