@@ -34,9 +34,11 @@ thread_local! {
 }
 
 /// Install the panic hook: a panic cannot unwind here (it traps), so its
-/// message is kept for JavaScript to report with the trap.
+/// message is kept for JavaScript to report with the trap. `epoch` counts
+/// the instances JavaScript made before this one: tape ids carry it.
 #[no_mangle]
-pub extern "C" fn init() {
+pub extern "C" fn init(epoch: u32) {
+    api::set_epoch(epoch);
     std::panic::set_hook(Box::new(|info| {
         let message = format!("internal error: {info}");
         let _ = TEXT.try_with(|t| t.try_borrow_mut().map(|mut t| *t = message));
@@ -44,7 +46,8 @@ pub extern "C" fn init() {
 }
 
 /// The address of scratch buffer `slot` (0..4), grown to hold `bytes`. It
-/// stays valid until the next `scratch` call for the same slot.
+/// stays valid until the next `scratch` call for the same slot. Null where
+/// memory cannot hold it (the buffer is left as it was): a Vec would trap.
 #[no_mangle]
 pub extern "C" fn scratch(slot: u32, bytes: u32) -> *mut u8 {
     SCRATCH.with(|s| {
@@ -52,6 +55,9 @@ pub extern "C" fn scratch(slot: u32, bytes: u32) -> *mut u8 {
         let buffer = &mut s[slot as usize & 3];
         let words = (bytes as usize).div_ceil(8);
         if buffer.len() < words {
+            if buffer.try_reserve_exact(words - buffer.len()).is_err() {
+                return std::ptr::null_mut();
+            }
             buffer.resize(words, 0);
         }
         buffer.as_mut_ptr().cast()

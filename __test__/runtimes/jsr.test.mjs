@@ -100,8 +100,11 @@ test('deno publish --dry-run passes, offline, slow-type check included', () => {
 // tiled Cholesky of large orders took the module past it (1,094,931 bytes).
 // Raised on 2026-12-06 from 1,125,000: first writes into fresh adjoints
 // (each elementwise adjoint loop compiled to assign too) grew grad.wasm.js
-// by 32 KB, to 936,515, and the package to about 1,152,000.
-const JSR_BUDGET = 1_175_000;
+// by 32 KB, to 936,515, and the package to about 1,152,000. Raised on
+// 2026-12-06 (later) from 1,175,000 for a WebAssembly core that recovers
+// from a trap (fallible scratch, tape epochs, src/js/traps.js): the module
+// +3 KB, the package to 1,176,879.
+const JSR_BUDGET = 1_185_000;
 
 test('it would publish the WebAssembly build and the typings, and nothing native, no tests, no build tree', () => {
   for (const f of ['jsr.json', jsr.exports['.'].replace(/^\.\//, ''), 'index.d.ts', 'package.json', 'src/js/browser.js', 'src/js/wasm.js', WASM_CORE]) {

@@ -8,14 +8,17 @@ use crate::core::json;
 use crate::core::op::{slice_op, Exponent, Op};
 use crate::core::plan::Plan;
 use crate::core::shape::Shape;
-use crate::core::tape::Tape;
 use crate::fail;
-use std::cell::RefCell;
 
 mod higher;
 mod queue;
+mod tapes;
 pub use higher::{plan_jacobian, plan_output_into, tape_colors, tape_jvp};
 pub use queue::{tape_apply, tape_finish_queued};
+#[cfg(target_arch = "wasm32")]
+pub use tapes::set_epoch;
+pub use tapes::{tape_free, tape_new};
+use tapes::with_tape;
 
 /// A shape from its rank and first two dimensions, as JavaScript passes it.
 /// A dimension past a usize (past 2^32 - 1 under WebAssembly) is reported
@@ -96,44 +99,6 @@ fn leaf_op(kind: u32) -> Op {
         1 => Op::Leaf,
         _ => Op::Input,
     }
-}
-
-thread_local! {
-    /// The tapes of this thread (each Node environment runs on its own
-    /// thread), by id. Ops name their tape by a number: unwrapping an
-    /// external on every call cost more than the op itself.
-    static TAPES: RefCell<Vec<Option<Tape>>> = const { RefCell::new(Vec::new()) };
-}
-
-fn with_tape<R>(id: u32, f: impl FnOnce(&mut Tape) -> Result<R>) -> Result<R> {
-    TAPES.with(|tapes| match tapes.borrow_mut().get_mut(id as usize).and_then(Option::as_mut) {
-        Some(tape) => f(tape),
-        None => fail!("tape {id} does not exist"),
-    })
-}
-
-pub fn tape_new() -> u32 {
-    TAPES.with(|tapes| {
-        let mut tapes = tapes.borrow_mut();
-        match tapes.iter().position(Option::is_none) {
-            Some(free) => {
-                tapes[free] = Some(Tape::default());
-                free as u32
-            }
-            None => {
-                tapes.push(Some(Tape::default()));
-                (tapes.len() - 1) as u32
-            }
-        }
-    })
-}
-
-pub fn tape_free(id: u32) {
-    TAPES.with(|tapes| {
-        if let Some(slot) = tapes.borrow_mut().get_mut(id as usize) {
-            *slot = None;
-        }
-    })
 }
 
 /// Nodes on the tape: the id the next node gets.

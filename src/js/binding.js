@@ -12,3 +12,16 @@ export function install(binding) {
   N = binding;
   CODE = Object.fromEntries(N.opCodes().map((name, i) => [name, i]));
 }
+
+/** What forgets the core's handles (plans, spare tapes) when the core is replaced. */
+const forgetters = [];
+
+/** Call `forget()` when the core is replaced: a WebAssembly core after a trap (src/js/wasm.js). */
+export function onCoreReplaced(forget) {
+  forgetters.push(forget);
+}
+
+/** The core was replaced: every plan and tape it held is gone. */
+export function coreReplaced() {
+  for (const forget of forgetters) forget();
+}

@@ -24,7 +24,7 @@
 //   it allocated for one until the event loop turns (~0.5 KB a plan). A
 //   released pool's external likewise (plan_pool).
 
-import { N } from './binding.js';
+import { N, onCoreReplaced } from './binding.js';
 
 /**
  * Past BUDGET bytes, each new plan releases plans not called in the last
@@ -255,22 +255,52 @@ function releaseSome(keep) {
   if (count > stats.mostAtOnce) stats.mostAtOnce = count;
 }
 
-/** Release `h`'s plan; false if it is in a call (a getter that call ran made plans), left for later. */
+/** Counts the cores replaced: a release during which one was has nothing left to free. */
+let cores = 0;
+
+/**
+ * Forget every plan without freeing it: the WebAssembly instance that held
+ * them was replaced after a trap (src/js/wasm.js). Each is rebuilt in the
+ * new one at its next call.
+ */
+onCoreReplaced(() => {
+  cores++;
+  for (let i = front; i < queue.length; i++) drop(queue[i]);
+  queue = [];
+  front = 0;
+  held = 0;
+  planSpares.list.length = 0;
+  poolSpares.list.length = 0;
+});
+
+/** `h` without its native plan and replicas, to be remade at its next call. */
+function drop(h) {
+  h.plan = null;
+  h.pool = undefined;
+  h.poolBytes = 0;
+  h.poolCalls = 0;
+}
+
+/**
+ * Release `h`'s plan; false if it is in a call (a getter that call ran made
+ * plans), left for later. A trap in the release replaced the core, and
+ * ends the release with its Error.
+ */
 function release(h) {
+  const core = cores;
   try {
     N.planRelease(h.plan);
-  } catch {
-    return false;
+  } catch (e) {
+    if (core === cores) return false;
+    drop(h);
+    throw e;
   }
   keepSpare(planSpares, h.plan);
   if (h.pool !== undefined) {
     N.poolRelease(h.pool);
     keepSpare(poolSpares, h.pool);
   }
-  h.plan = null;
-  h.pool = undefined;
-  h.poolBytes = 0;
-  h.poolCalls = 0;
+  drop(h);
   held -= h.bytes;
   return true;
 }

@@ -12,7 +12,7 @@
 // operands' shapes are known to fit (ops.js), so a queued op still throws
 // where it is called if it throws at all.
 
-import { N } from './binding.js';
+import { N, onCoreReplaced } from './binding.js';
 import { copyInto } from './forms.js';
 
 /** Nodes, and values of leaves, per batch; a full queue is recorded and started again. */
@@ -42,12 +42,13 @@ let count = 0;
 let numbers = 0;
 let base = 0;
 
-/** Forget what waits (it was recorded, or its tape is being emptied). */
+/** Forget what waits (it was recorded, or its tape is being emptied or was lost with its core). */
 function empty() {
   owner = null;
   count = 0;
   numbers = 0;
 }
+onCoreReplaced(empty);
 
 /** Record what waits, if anything, on its tape. */
 export function flush() {

@@ -2,7 +2,7 @@
 // Replay that feeds a plan its arguments and turns its results back into the
 // caller's forms. Shared by compile and compileFromJSON.
 
-import { N } from './binding.js';
+import { N, onCoreReplaced } from './binding.js';
 import { MAX_VALUES, pointError } from './batching.js';
 import { mapPoint, packMap } from './mapcall.js';
 import { hold, onReplicas, revive } from './budget.js';
@@ -41,6 +41,9 @@ const REUSED_UP_TO = 1 << 14;
  * selected once.
  */
 let selected = null;
+onCoreReplaced(() => {
+  selected = null;
+});
 
 /** A shape's part of a signature: `s`, `v<n>` or `<m>x<n>`. */
 export function sigOfShape(s) {

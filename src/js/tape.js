@@ -2,7 +2,7 @@
 // op records on (the evaluation in progress, else an operand's, else the
 // shared ambient one), leaves and constants, and the reverse sweep.
 
-import { N } from './binding.js';
+import { N, onCoreReplaced } from './binding.js';
 import { MAX_VALUES, copyInto, fmtShape, isRow, isTensor, shapeOf, sizeOf } from './forms.js';
 import { QUEUED_VALUES, discard, flush, pendingOn, queueMatrix, queueNumber, queueVector } from './queue.js';
 
@@ -47,6 +47,7 @@ class Tape {
     this.constantValues = [];
     this.constantVars = [];
     this.nextConstant = 0;
+    this.generation = generation;
     if (finalize) tapeFinalizer.register(this, id, this);
   }
 
@@ -63,6 +64,13 @@ class Tape {
 
 /** Native tapes of finished evaluations, emptied and ready for the next. */
 const spareTapes = [];
+/** Counts the cores replaced (src/js/binding.js): a Tape of an earlier one has no native tape to free. */
+let generation = 0;
+onCoreReplaced(() => {
+  generation++;
+  spareTapes.length = 0;
+  ambient = null;
+});
 
 /** A tape for one evaluation, which `retire` must end (`kept` ones are freed by the GC). */
 export function evaluationTape(kept) {
@@ -73,6 +81,7 @@ export function retire(t) {
   t.live = false;
   tapeFinalizer.unregister(t); // a kept tape retired early is not freed twice
   discard(t);
+  if (t.generation !== generation) return;
   if (!t.emptied) N.tapeReset(t.id);
   if (spareTapes.length < 4) spareTapes.push(t.id);
   else N.tapeFree(t.id);

@@ -3,8 +3,10 @@
 // Arrays cross by being written straight into scratch buffers in wasm
 // memory, so a call is one ordinary wasm call (no glue, no emulated napi).
 
+import { coreReplaced } from './binding.js';
 import { lengthOf } from './forms.js';
 import wasmBase64 from './grad.wasm.js';
+import { guardAll, unusable } from './traps.js';
 
 /** The module's bytes, carried inline so bundlers and CDNs need no loader. */
 function wasmBytes() {
@@ -15,6 +17,10 @@ function wasmBytes() {
 }
 
 const SLOTS = 4;
+/** The most instances one binding makes (src/api/tapes.rs, EPOCHS): its first, and one after each trap. */
+const MOST_INSTANCES = 128;
+/** The most bytes a scratch buffer holds: wasm32's Vecs end short of 2^31. */
+const MOST_SCRATCH_BYTES = 2 ** 31 - 8;
 /** The elementary functions the core takes from its host (src/core/math.rs). */
 const MATH = {
   js_log: Math.log,
@@ -29,9 +35,9 @@ const decoder = new TextDecoder();
 /**
  * Instantiate the core and return its binding. Synchronously, so that no
  * entry needs top-level await (Chromium compiles this module synchronously
- * on the main thread too).
+ * on the main thread too). `math` is for tests: host functions that trap.
  */
-export function loadWasm(bytes = wasmBytes()) {
+export function loadWasm(bytes = wasmBytes(), math = MATH) {
   const module = new WebAssembly.Module(bytes);
   let X; // the instance's exports
   let memory;
@@ -39,11 +45,13 @@ export function loadWasm(bytes = wasmBytes()) {
   const cap = new Float64Array(SLOTS); // bytes each scratch buffer holds
   const at = new Float64Array(SLOTS); // and where it is
 
+  /** Which instance this is (0 for the first): plan handles and tape ids carry it. */
+  let generation = -1;
   function start() {
-    X = new WebAssembly.Instance(module, { math: MATH }).exports;
+    X = new WebAssembly.Instance(module, { math }).exports;
     memory = X.memory;
-    f64 = undefined;
-    X.init();
+    f64 = i32 = u32 = u8 = undefined; // no view keeps an old instance's memory
+    X.init(++generation);
     cap.fill(0);
     for (let s = 0; s < SLOTS; s++) reserve(s, 256);
   }
@@ -59,11 +67,18 @@ export function loadWasm(bytes = wasmBytes()) {
     }
   }
 
-  /** Grow scratch buffer `s` to `bytes`; may grow memory, so views are taken after. */
+  /**
+   * Grow scratch buffer `s` to `bytes`; may grow memory, so views are taken
+   * after. What memory cannot hold is an Error before anything is written:
+   * no buffer reaches 2^31 bytes in wasm32.
+   */
   function reserve(s, bytes) {
     if (bytes > cap[s]) {
-      const want = Math.max(bytes, 2 * cap[s]);
-      at[s] = X.scratch(s, want);
+      let want = Math.min(Math.max(bytes, 2 * cap[s]), MOST_SCRATCH_BYTES);
+      let p = bytes <= want ? X.scratch(s, want) : 0;
+      if (p === 0 && bytes < want) p = X.scratch(s, (want = bytes));
+      if (p === 0) throw new Error(`out of memory: cannot hold ${Math.ceil(bytes / 8)} more values`);
+      at[s] = p;
       cap[s] = want;
     }
     return at[s];
@@ -80,13 +95,27 @@ export function loadWasm(bytes = wasmBytes()) {
     throw new Error(text());
   }
 
-  /** A trap is a Rust panic (a bug): report it, and start a fresh instance,
-   * since the trapped one may be left mid-update. */
+  /**
+   * A trap is a Rust panic (a bug): report it, and start a fresh instance,
+   * since the trapped one may be left mid-update. Compiled functions then
+   * rebuild their plans in it when next called; nothing keeps the old one.
+   * After MOST_INSTANCES, or if no new instance can be made, every call
+   * throws: past that, tape ids would repeat an earlier instance's.
+   */
   function internal(e) {
     if (!(e instanceof WebAssembly.RuntimeError)) return e;
     const said = text();
-    start();
     const why = said.startsWith('internal error') ? said : `internal error: ${e.message}`;
+    selected = null;
+    try {
+      if (generation + 1 === MOST_INSTANCES) throw new Error(`it trapped ${MOST_INSTANCES} times`);
+      start();
+    } catch (failed) {
+      X = unusable(`@tangent.to/grad (WebAssembly): the core cannot be used again (${failed.message}); reload to start anew`);
+      coreReplaced();
+      return new Error(`@tangent.to/grad (WebAssembly): ${why}; its tapes and plans were lost`);
+    }
+    coreReplaced();
     return new Error(`@tangent.to/grad (WebAssembly): ${why}; its tapes and plans were reset`);
   }
 
@@ -131,16 +160,21 @@ export function loadWasm(bytes = wasmBytes()) {
   };
   const id = (r) => (r < 0 ? raise() : r);
 
-  const plans = new FinalizationRegistry((p) => X.plan_free(p));
+  // A plan's id is its instance's: one from before a reset is never freed
+  // in, or run on, the instance after it. The registry holds the pair as
+  // one number, not the instance.
+  const plans = new FinalizationRegistry((held) => {
+    if (Math.floor(held / 2 ** 32) === generation) X.plan_free(held % 2 ** 32);
+  });
   const plan = (p) => {
     if (p < 0) raise();
-    const handle = { p };
-    plans.register(handle, p, handle);
+    const handle = { p, generation };
+    plans.register(handle, generation * 2 ** 32 + p, handle);
     return handle;
   };
   /** The plan id of a handle; a released one is an Error, as in the napi binding. */
   const live = (h) => {
-    if (h.p < 0) throw new Error('this plan was released');
+    if (h.p < 0 || h.generation !== generation) throw new Error('this plan was released');
     return h.p;
   };
 
@@ -356,11 +390,11 @@ export function loadWasm(bytes = wasmBytes()) {
       id(X.plan_slots(live(h)));
       return text();
     },
-    planBytes: (h) => (h.p < 0 ? 0 : X.plan_bytes(h.p)),
+    planBytes: (h) => (h.p < 0 || h.generation !== generation ? 0 : X.plan_bytes(h.p)),
     planRelease(h) {
       if (h.p < 0) return;
       plans.unregister(h);
-      X.plan_free(h.p);
+      if (h.generation === generation) X.plan_free(h.p);
       h.p = -1;
     },
 
@@ -462,39 +496,6 @@ export function loadWasm(bytes = wasmBytes()) {
     id(X.plan_batch(live(h), k, n, m, l));
   }
 
-  // Every call turns a trap into an Error and recovers; a plain throw passes
-  // through. Each wrapper takes its function's own arity: passing more
-  // arguments than a function declares cost a visible share of small calls.
-  const guard = (f) => {
-    switch (f.length) {
-      case 0:
-      case 1:
-        return (a) => {
-          try {
-            return f(a);
-          } catch (err) {
-            throw internal(err);
-          }
-        };
-      case 2:
-      case 3:
-        return (a, b, c) => {
-          try {
-            return f(a, b, c);
-          } catch (err) {
-            throw internal(err);
-          }
-        };
-      default:
-        return (a, b, c, d, e, g, h, k) => {
-          try {
-            return f(a, b, c, d, e, g, h, k);
-          } catch (err) {
-            throw internal(err);
-          }
-        };
-    }
-  };
-  for (const [name, f] of Object.entries(binding)) binding[name] = guard(f);
-  return binding;
+  // Every call turns a trap into an Error and recovers; a plain throw passes through.
+  return guardAll(binding, internal);
 }
