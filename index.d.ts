@@ -585,7 +585,7 @@ export interface DerivativeMethods<P = any, I = any> {
   hessian<X extends ArgFor<P>>(params: X, inputs?: InputsFor<I>): ValueGradientHessian<GradientOf<X>>;
   /**
    * The Jacobian of f (any rank, flattened row-major) over x flattened:
-   * rows are outputs. Forward mode when x has fewer entries than the
+   * rows are outputs. Forward mode when x has no more entries than the
    * output, reverse otherwise; the same values either way.
    *
    * @throws `jacobian: a 30000×10000 Jacobian holds 300000000 entries, more than the 268435456 a value may hold`
@@ -674,6 +674,7 @@ export interface BatchMethods<P = any, I = any> {
    *
    * @throws `batch: a tensor of points must be shaped [k, n] (k points of a [n] vector), got [3]`
    * @throws `batch: a [3×2] tensor of points needs a plan with one [2] parameter; this one takes [3]`
+   * (a rebuilt plan only: `compile` traces its objective at `[n]`)
    */
   batch(points: Tensor, inputs?: InputsFor<I>, options?: BatchOptions): PackedBatch;
   /**
@@ -838,7 +839,7 @@ export function splitValueAndGrad<X, G>(
 /**
  * The Jacobian of a scalar- or vector-valued f at x (anything `variable`
  * accepts): m×n `number[][]`, one row per output, x flattened row-major;
- * by forward mode when x has fewer entries than f's value.
+ * by forward mode when x has no more entries than f's value.
  *
  * @throws `jacobian: expected a function`
  * @throws `jacobian: the function must return a Var built from this package's ops`

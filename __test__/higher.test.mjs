@@ -684,6 +684,21 @@ describe('3. consistency between jvp, hvp, hessian and jacobian', () => {
   const P = packParams(x);
   const q = P.x.length;
 
+  test('entries past half the largest double stay finite: the symmetrizing mean does not overflow', () => {
+    // Closed forms: (e^x)'' = e^x at 709.5; (6e307·x²)'' = 1.2e308; ∂²(1.5e308·x·y)/∂x∂y = 1.5e308.
+    const big = (p) => G.add(G.sum(G.exp(p.e)), G.mul(6e307, G.square(p.s)), G.mul(1.5e308, p.x, p.y));
+    const at = { e: [709.5], s: 1, x: 1, y: 1 };
+    const eE = G.hvp((p) => G.sum(G.exp(p)))([709.5], [1]).hvp[0];
+    assert.ok(Math.abs(eE / Math.exp(709.5) - 1) < 1e-15);
+    const want = [
+      [eE, 0, 0, 0],
+      [0, 1.2e308, 0, 0],
+      [0, 0, 0, 1.5e308],
+      [0, 0, 1.5e308, 0],
+    ];
+    for (const h of [G.hessian(big), G.compile(big).hessian]) assert.deepEqual(h(at).hessian, want);
+  });
+
   test('the Hessian is symmetric and matches finite differences of the gradient, column by column', () => {
     for (const [how, h] of [['eager', G.hessian(f)], ['compiled', G.compile(f).hessian]]) {
       const H = h(x).hessian;

@@ -67,9 +67,13 @@ test('dimensions are never cut to 32 bits', () => {
     assert.throws(() => G.transpose(z), { message: 'shape [1099511627776, 0] is too large' });
   } else {
     assert.deepEqual(G.transpose(z).shape, [0, 2 ** 40]);
-    const r = G.compile((x) => G.sum(x))(G.zeros([2 ** 32 + 5, 0]));
+    const total = G.compile((x) => G.sum(x));
+    const r = total(G.zeros([2 ** 32 + 5, 0]));
     assert.equal(r.value, 0);
     assert.deepEqual(r.gradient.shape, [2 ** 32 + 5, 0]);
+    // Its plan rebuilds: compileFromJSON takes the dimensions compile took.
+    assert.deepEqual(G.compileFromJSON(JSON.stringify(total.toJSON()))(G.zeros([2 ** 32 + 5, 0])), r);
+    assert.deepEqual(G.compileFromJSON(total.toJSON())(G.zeros([2 ** 32 + 5, 0])), r);
   }
 });
 
@@ -352,4 +356,13 @@ test(".grad read from a hand-built node's backward: what the sweep has so far, a
   assert.equal(early, 0);
   assert.equal(w.grad[0], 1);
   assert.equal(y.grad[0], 2);
+});
+
+test('tensor: an iterable is read no further than its shape, and a huge shape allocates nothing first', () => {
+  const ones = function* () {
+    for (;;) yield 1;
+  };
+  quick(() => assert.throws(() => G.tensor(ones(), [2]), { message: 'data length over 2 does not match shape [2]' }));
+  quick(() => assert.throws(() => G.tensor(new Set([1, 2, 3]), [16384, 16384]), { message: 'data length 3 does not match shape [16384×16384]' }));
+  quick(() => assert.throws(() => G.tensor(ones(), [2 ** 29]), { message: 'tensor: shape [536870912] holds more than 268435456 values' }));
 });

@@ -71,6 +71,19 @@ describe('tensor, isTensor, asTensor, toNested, zeros, eye', () => {
     assert.equal(t.data[0], 42);
   });
 
+  test('tensor reads an iterable with no length as Float64Array.from does, and stops one that never ends', () => {
+    assert.deepEqual(G.tensor(new Set([1, 2, 3, 4]), [2, 2]), { data: new Float64Array([1, 2, 3, 4]), shape: [2, 2] });
+    assert.deepEqual(Array.from(G.tensor([5, 6].values(), [2]).data), [5, 6]);
+    const three = function* () {
+      yield 1;
+      yield '2';
+      yield 3;
+    };
+    assert.deepEqual(Array.from(G.tensor(three(), [3]).data), [1, 2, 3]);
+    assert.throws(() => G.tensor(three(), [2]), { message: 'data length over 2 does not match shape [2]' });
+    assert.throws(() => G.tensor(three(), [4]), { message: 'data length 3 does not match shape [4]' });
+  });
+
   test('tensor copies other data with Float64Array.from', () => {
     const arr = [1, 2, 3];
     const t = G.tensor(arr, [3]);

@@ -33,7 +33,7 @@ test('setThreads reads and sets the cap, and refuses what is not a whole number'
     assert.equal(G.setThreads(1), 1);
     assert.equal(G.setThreads(), 1);
     assert.equal(G.setThreads(10_000), machine, 'cut to the machine');
-    for (const [bad, got] of [[-1, '-1'], [1.5, '1.5'], ['2', '"2"'], [null, 'object'], [NaN, 'NaN']]) {
+    for (const [bad, got] of [[-1, '-1'], [1.5, '1.5'], ['2', '"2"'], [null, 'null'], [NaN, 'NaN'], [2n, '2n'], [{}, 'object'], [Symbol('s'), 'a symbol'], [() => 3, 'a function']]) {
       assert.throws(() => G.setThreads(bad), { message: `setThreads: n must be a whole number (0 for the machine's cores), got ${got}` });
     }
   } finally {

@@ -2,15 +2,12 @@
 // Replay's batches: the options and points read and checked, a point's
 // error, the Promise forms, and the batch of an objective no plan can hold.
 
-import { fmtShape, isTensor } from './forms.js';
+import { fmtShape, isTensor, shownArgument } from './forms.js';
 
 /** The most points one batch takes, and the most values its parameters may hold (as src/batch.rs). */
 const MAX_POINTS = 2 ** 24;
 export const MAX_VALUES = 2 ** 28;
 const MAX_THREADS = 256;
-
-const show = (v) =>
-  typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : v === null || typeof v !== 'object' ? String(v) : typeof v;
 
 /** `options.threads` checked: 0 for the default (the machine's available parallelism). */
 function threadsOption(options, label) {
@@ -19,7 +16,7 @@ function threadsOption(options, label) {
   const t = options.threads;
   if (t === undefined) return 0;
   if (typeof t !== 'number' || !Number.isInteger(t) || t < 1) {
-    throw new Error(`${label}: options.threads must be a positive integer, got ${typeof t === 'symbol' ? 'a symbol' : show(t)}`);
+    throw new Error(`${label}: options.threads must be a positive integer, got ${shownArgument(t)}`);
   }
   if (t > MAX_THREADS) throw new Error(`${label}: options.threads is ${t}, more than the ${MAX_THREADS} a batch may use`);
   return t;

@@ -42,6 +42,24 @@ export const lengthOf = (v) => (v instanceof Float64Array ? typedLength(v) : v.l
 /** The most values one tensor holds: the core's cap. */
 export const MAX_VALUES = 2 ** 28;
 
+/** A bad option or argument as a message shows it: `"2"`, `2n`, `null`, `1.5`, `a symbol`, `a function`, `object`. */
+export function shownArgument(v) {
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(v);
+    case 'bigint':
+      return `${v}n`;
+    case 'symbol':
+      return 'a symbol';
+    case 'function':
+      return 'a function';
+    case 'object':
+      return v === null ? 'null' : 'object';
+    default:
+      return String(v);
+  }
+}
+
 /** Rank 0, 1 or 2 with non-negative integer entries (checked before anything is copied). */
 function validShape(shape) {
   return Array.isArray(shape) && shape.length <= 2 && shape.every((d) => Number.isInteger(d) && d >= 0);
@@ -51,6 +69,9 @@ export function tensor(data, shape) {
   // Checked before copying either: a sparse array of length 2^28 took 20 s.
   if (!validShape(shape)) throw new Error('tensor: shape must be up to two non-negative integers');
   const n = sizeOf(shape);
+  if (!(data instanceof Float64Array) && data?.length === undefined && typeof data?.[Symbol.iterator] === 'function') {
+    return { data: fromIterable(data, n, shape), shape: Array.from(shape) };
+  }
   if (!(data instanceof Float64Array) && data?.length !== n) {
     throw new Error(`data length ${data?.length} does not match shape ${fmtShape(shape)}`);
   }
@@ -58,6 +79,24 @@ export function tensor(data, shape) {
   const s = Array.from(shape);
   if (lengthOf(d) !== sizeOf(s)) throw new Error(`data length ${lengthOf(d)} does not match shape ${fmtShape(s)}`);
   return { data: d, shape: s };
+}
+
+/**
+ * A Set, a generator or any iterable with no length, as `Float64Array.from`
+ * reads it, into the `n` values of `shape`: read no further than one past
+ * them (an endless one is refused at once), and kept in a plain array
+ * until it proves as long as the shape (a short Set with a huge shape
+ * allocates nothing).
+ */
+function fromIterable(items, n, shape) {
+  if (n > MAX_VALUES) throw new Error(`tensor: shape ${fmtShape(shape)} holds more than ${MAX_VALUES} values`);
+  const read = [];
+  for (const v of items) {
+    if (read.length === n) throw new Error(`data length over ${n} does not match shape ${fmtShape(shape)}`);
+    read.push(v);
+  }
+  if (read.length !== n) throw new Error(`data length ${read.length} does not match shape ${fmtShape(shape)}`);
+  return Float64Array.from(read);
 }
 
 function checkedShape(shape, where) {
@@ -73,7 +112,7 @@ export function zeros(shape) {
 }
 
 export function eye(n) {
-  if (!Number.isInteger(n) || n < 0) throw new Error(`eye: n must be a non-negative integer, got ${n}`);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`eye: n must be a non-negative integer, got ${shownArgument(n)}`);
   const data = new Float64Array(n * n);
   for (let i = 0; i < n; i++) data[i * n + i] = 1;
   return { data, shape: [n, n] };
@@ -297,6 +336,12 @@ export function inForms(slots, shapes, flat, off) {
   return out;
 }
 
+/** (x + y) / 2; where only the sum overflows (entries past ~9e307), x/2 + y/2. */
+function mean(x, y) {
+  const m = 0.5 * (x + y);
+  return m - m === 0 || x - x !== 0 || y - y !== 0 ? m : 0.5 * x + 0.5 * y;
+}
+
 /**
  * A q×q Hessian from rows H·eⱼ (at `off` in `flat`), symmetrized: rounding
  * leaves them a hair apart. `order[i]` is the flat index of the caller's
@@ -313,7 +358,7 @@ export function symmetric(flat, off, q, order = null) {
     for (let i = 0; i < q; i++) {
       const row = new Array(q);
       const a = off + i * q;
-      for (let k = 0; k < q; k++) row[k] = 0.5 * (flat[a + k] + flat[off + k * q + i]);
+      for (let k = 0; k < q; k++) row[k] = mean(flat[a + k], flat[off + k * q + i]);
       rows[i] = row;
     }
     return rows;
@@ -321,7 +366,7 @@ export function symmetric(flat, off, q, order = null) {
   for (let i = 0; i < q; i++) {
     const row = new Array(q);
     const a = off + order[i] * q;
-    for (let k = 0; k < q; k++) row[k] = 0.5 * (flat[a + order[k]] + flat[off + order[k] * q + order[i]]);
+    for (let k = 0; k < q; k++) row[k] = mean(flat[a + order[k]], flat[off + order[k] * q + order[i]]);
     rows[i] = row;
   }
   return rows;

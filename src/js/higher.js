@@ -186,8 +186,8 @@ export function hessian(f) {
 }
 
 /**
- * SPEC §6's jacobian: by forward mode when the input has fewer entries than
- * the output (one tangent per input entry), else by reverse (one sweep per
+ * SPEC §6's jacobian: by forward mode when the input has no more entries
+ * than the output (one tangent per input entry), else by reverse (one sweep per
  * output entry), which hand-built nodes also take part in.
  */
 export function jacobian(f) {

@@ -2,6 +2,7 @@
 // (src/core/linalg/threads.rs).
 
 import { N } from './binding.js';
+import { shownArgument } from './forms.js';
 
 /**
  * The most threads one large factorization, solve or product may use: a
@@ -12,8 +13,7 @@ import { N } from './binding.js';
  */
 export function setThreads(n) {
   if (n !== undefined && (typeof n !== 'number' || !Number.isInteger(n) || n < 0)) {
-    const got = typeof n === 'number' ? String(n) : typeof n === 'string' ? JSON.stringify(n) : typeof n;
-    throw new Error(`setThreads: n must be a whole number (0 for the machine's cores), got ${got}`);
+    throw new Error(`setThreads: n must be a whole number (0 for the machine's cores), got ${shownArgument(n)}`);
   }
   if (typeof N.setThreads !== 'function') return 1;
   return n === undefined ? N.threads() : N.setThreads(Math.min(n, 0xffffffff));

@@ -236,11 +236,16 @@ fn read_shape(cx: &Ctx, v: &Field<Numbers>) -> Result<Shape> {
         return bad();
     }
     let mut dims = [0usize; 2];
+    let empty = items.contains(&0.0);
     for (d, &item) in dims.iter_mut().zip(items) {
         match whole(item) {
             Some(x) if x >= 0.0 => {
-                if x > MAX_ELEMENTS as f64 {
-                    return cx.err(format_args!("shape {} holds more than {} values", shown(v), MAX_ELEMENTS));
+                // A dimension below usize::MAX, as `compile` takes it (beside a 0).
+                if x >= usize::MAX as f64 {
+                    return match empty {
+                        true => cx.err(format_args!("shape {} is too large", shown(v))),
+                        false => cx.err(format_args!("shape {} holds more than {} values", shown(v), MAX_ELEMENTS)),
+                    };
                 }
                 *d = x as usize;
             }

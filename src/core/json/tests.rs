@@ -195,12 +195,12 @@ fn bad_shapes() {
             format!("compileFromJSON: node 0 (param): {msg}")
         );
     }
-    for (shape, shown) in [("[1e300]", "[1e+300]"), ("[65536,65536]", "[65536, 65536]"), ("[4294967296,0]", "[4294967296, 0]")] {
-        assert_eq!(
-            err(&plan(&format!(r#"{{"kind":"param","name":"a","shape":{shape}}}"#), 0)),
-            format!("compileFromJSON: node 0 (param): shape {shown} holds more than {MAX_ELEMENTS} values")
-        );
+    let param = |shape: &str| err(&plan(&format!(r#"{{"kind":"param","name":"a","shape":{shape}}}"#), 0));
+    for (shape, shown) in [("[1e300]", "[1e+300]"), ("[65536,65536]", "[65536, 65536]"), ("[1e20,1]", "[100000000000000000000, 1]")] {
+        assert_eq!(param(shape), format!("compileFromJSON: node 0 (param): shape {shown} holds more than {MAX_ELEMENTS} values"));
     }
+    // A dimension beside a 0 is taken as `compile` takes it, up to a usize.
+    assert_eq!(param("[0,1e20]"), "compileFromJSON: node 0 (param): shape [0, 100000000000000000000] is too large");
     // Each within the per-value cap, together beyond the plan's budget:
     // refused before anything is allocated.
     assert_eq!(
