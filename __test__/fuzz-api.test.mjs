@@ -53,9 +53,6 @@
 //     return, or fail later with another op's message. Where eager and
 //     compiled (or rebuilt) part so, the compiled outcome is judged against
 //     the eager call of the objective without its dead steps (sameOrDead);
-//   - cappedPlans: compileFromJSON refuses a dimension above 2^28 ("holds
-//     more than 268435456 values") even in a shape that holds no values, so
-//     a plan traced at [0, 2^40] does not rebuild;
 //   - a rebuilt plan has no input nodes for an empty inputs map, so it is
 //     called without one (it refuses `{}`);
 //   - errorOrder: eager evaluation meets a failing op (not positive
@@ -63,6 +60,9 @@
 //     tangent, and a replay checks the root and reads the tangent first:
 //     either message is accepted;
 //   - retimedCalls: calls over the budget that were re-timed (see above);
+//   - modesPartNearSingularity: a one-parameter Jacobian (forward mode)
+//     and the gradient (reverse) that part where central differences
+//     cannot judge either (fdEligible), their roundings amplified there;
 //   - the known bugs below (KNOWN), while they are guarded.
 // A class of failure (a tag, else the message without its numbers) is
 // reported in full twice, then in one line up to 20 times, then only
@@ -1304,12 +1304,6 @@ function runProgram(prog) {
     const plan = attempt('toJSON', () => c.toJSON());
     if (!plan.ok) fail(`toJSON threw "${plan.error.message}" after a successful call`);
     const rebuilt = attempt('compileFromJSON', () => G.compileFromJSON(structuredClone(plan.value)));
-    // The plan reader caps every dimension at 2^28, even in a shape that holds no values.
-    const capped = prog.leaves.some((l) => l.shape.some((d) => d > CAP));
-    if (!rebuilt.ok && capped && /holds more than 268435456 values/.test(rebuilt.error.message)) {
-      stats.notes.cappedPlans = (stats.notes.cappedPlans ?? 0) + 1;
-      return;
-    }
     if (!rebuilt.ok) fail(`compileFromJSON of toJSON threw "${rebuilt.error.message}"`);
     J = rebuilt.value;
     // The plan survives JSON text too when all its constants are finite.
@@ -1367,10 +1361,18 @@ function runProgram(prog) {
     // One input: forward mode, which gives way to the reverse rows only where an entry is
     // not finite. So a finite entry may stand against a gradient that overflowed in its own
     // partials (p/p taken twice at p = 1e308: the divisor's -g·x/y² with g = 2 is -∞/∞).
+    // Near a singularity the two modes' roundings, amplified, part (lgamma of lgamma(1 − ulp),
+    // a derivative that is 0 times 1e16, seed 3001 case 93589): there, where central
+    // differences cannot judge either, a disagreement is noted, not failed.
     const forward = g.length <= 1 && row.every(Number.isFinite);
     for (let i = 0; i < g.length; i++) {
       if (forward && !Number.isFinite(g[i])) continue;
-      if (!(Object.is(row[i], g[i]) || Math.abs(row[i] - g[i]) <= 1e-12 * Math.max(1, Math.abs(g[i])))) fail(`jacobian entry ${i}: ${num(row[i])} vs gradient ${num(g[i])}`);
+      if (Object.is(row[i], g[i]) || Math.abs(row[i] - g[i]) <= 1e-12 * Math.max(1, Math.abs(g[i]))) continue;
+      if (forward && !fdEligible(prog, p2)) {
+        stats.notes.modesPartNearSingularity = (stats.notes.modesPartNearSingularity ?? 0) + 1;
+        break;
+      }
+      fail(`jacobian entry ${i}: ${num(row[i])} vs gradient ${num(g[i])}`);
     }
   }
   // Central differences, where they can judge.
@@ -1807,10 +1809,7 @@ function runHigher(prog, plan) {
   const plan1 = c.toJSON === undefined ? null : attempt('toJSON', () => c.toJSON());
   if (plan1 !== null && plan1.ok) {
     const rebuilt = attempt('compileFromJSON', () => G.compileFromJSON(structuredClone(plan1.value)));
-    const capped = prog.leaves.some((l) => l.shape.some((d) => d > CAP));
-    if (!rebuilt.ok && capped && /holds more than 268435456 values/.test(rebuilt.error.message)) {
-      stats.notes.cappedPlans = (stats.notes.cappedPlans ?? 0) + 1;
-    } else if (!rebuilt.ok) {
+    if (!rebuilt.ok) {
       fail(`compileFromJSON of toJSON threw "${rebuilt.error.message}"`);
     } else {
       J = rebuilt.value;
