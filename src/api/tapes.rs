@@ -16,6 +16,8 @@ thread_local! {
 /// epoch of the core that made it (below bit 31: ids stay positive in
 /// JavaScript).
 const SLOT_BITS: u32 = 24;
+/// The slot bits of an id.
+const SLOT: u32 = (1 << SLOT_BITS) - 1;
 /// The most epochs: a WebAssembly core is not replaced more often (src/js/wasm.js).
 #[cfg(any(target_arch = "wasm32", test))]
 const EPOCHS: u32 = 1 << 7;
@@ -51,8 +53,7 @@ pub(super) fn with_tape<R>(id: u32, f: impl FnOnce(&mut Tape) -> Result<R>) -> R
     if id >> SLOT_BITS != epoch() && id != NO_TAPE {
         return fail!("tape {id} was made before the WebAssembly core was reset; make its Vars again");
     }
-    let slot = (id & ((1 << SLOT_BITS) - 1)) as usize;
-    TAPES.with(|tapes| match tapes.borrow_mut().get_mut(slot).and_then(Option::as_mut) {
+    TAPES.with(|tapes| match tapes.borrow_mut().get_mut((id & SLOT) as usize).and_then(Option::as_mut) {
         Some(tape) if id != NO_TAPE => f(tape),
         _ => fail!("tape {id} does not exist"),
     })
@@ -78,8 +79,7 @@ pub fn tape_free(id: u32) {
     if id >> SLOT_BITS != epoch() {
         return;
     }
-    let slot = (id & ((1 << SLOT_BITS) - 1)) as usize;
-    let freed = TAPES.with(|tapes| tapes.borrow_mut().get_mut(slot).and_then(Option::take));
+    let freed = TAPES.with(|tapes| tapes.borrow_mut().get_mut((id & SLOT) as usize).and_then(Option::take));
     drop(freed); // outside the borrow
 }
 
@@ -95,7 +95,7 @@ mod tests {
         TAPES.with(|tapes| tapes.borrow_mut().clear());
         set_epoch(1);
         let new = tape_new();
-        assert_eq!((old & 0xff_ffff, new & 0xff_ffff), (0, 0), "the same slot");
+        assert_eq!((old & SLOT, new & SLOT), (0, 0), "the same slot");
         assert_ne!(old, new);
         assert_eq!(
             length(old),

@@ -21,7 +21,11 @@ export function onCoreReplaced(forget) {
   forgetters.push(forget);
 }
 
+/** How many times the core was replaced: a handle made before the last replacement names nothing. */
+export let replacements = 0;
+
 /** The core was replaced: every plan and tape it held is gone. */
 export function coreReplaced() {
+  replacements++;
   for (const forget of forgetters) forget();
 }

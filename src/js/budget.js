@@ -24,7 +24,7 @@
 //   it allocated for one until the event loop turns (~0.5 KB a plan). A
 //   released pool's external likewise (plan_pool).
 
-import { N, onCoreReplaced } from './binding.js';
+import { N, onCoreReplaced, replacements } from './binding.js';
 
 /**
  * Past BUDGET bytes, each new plan releases plans not called in the last
@@ -255,16 +255,12 @@ function releaseSome(keep) {
   if (count > stats.mostAtOnce) stats.mostAtOnce = count;
 }
 
-/** Counts the cores replaced: a release during which one was has nothing left to free. */
-let cores = 0;
-
 /**
  * Forget every plan without freeing it: the WebAssembly instance that held
  * them was replaced after a trap (src/js/wasm.js). Each is rebuilt in the
  * new one at its next call.
  */
 onCoreReplaced(() => {
-  cores++;
   for (let i = front; i < queue.length; i++) drop(queue[i]);
   queue = [];
   front = 0;
@@ -287,11 +283,11 @@ function drop(h) {
  * ends the release with its Error.
  */
 function release(h) {
-  const core = cores;
+  const core = replacements;
   try {
     N.planRelease(h.plan);
   } catch (e) {
-    if (core === cores) return false;
+    if (core === replacements) return false;
     drop(h);
     throw e;
   }

@@ -2,7 +2,7 @@
 // op records on (the evaluation in progress, else an operand's, else the
 // shared ambient one), leaves and constants, and the reverse sweep.
 
-import { N, onCoreReplaced } from './binding.js';
+import { N, onCoreReplaced, replacements } from './binding.js';
 import { MAX_VALUES, copyInto, fmtShape, isRow, isTensor, shapeOf, sizeOf } from './forms.js';
 import { QUEUED_VALUES, discard, flush, pendingOn, queueMatrix, queueNumber, queueVector } from './queue.js';
 
@@ -47,7 +47,8 @@ class Tape {
     this.constantValues = [];
     this.constantVars = [];
     this.nextConstant = 0;
-    this.generation = generation;
+    /** The core it was made in (binding.js, `replacements`). */
+    this.core = replacements;
     if (finalize) tapeFinalizer.register(this, id, this);
   }
 
@@ -64,10 +65,7 @@ class Tape {
 
 /** Native tapes of finished evaluations, emptied and ready for the next. */
 const spareTapes = [];
-/** Counts the cores replaced (src/js/binding.js): a Tape of an earlier one has no native tape to free. */
-let generation = 0;
 onCoreReplaced(() => {
-  generation++;
   spareTapes.length = 0;
   ambient = null;
 });
@@ -81,7 +79,7 @@ export function retire(t) {
   t.live = false;
   tapeFinalizer.unregister(t); // a kept tape retired early is not freed twice
   discard(t);
-  if (t.generation !== generation) return;
+  if (t.core !== replacements) return; // its native tape went with its core
   if (!t.emptied) N.tapeReset(t.id);
   if (spareTapes.length < 4) spareTapes.push(t.id);
   else N.tapeFree(t.id);

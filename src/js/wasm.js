@@ -107,16 +107,16 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
     const said = text();
     const why = said.startsWith('internal error') ? said : `internal error: ${e.message}`;
     selected = null;
+    let after = 'reset';
     try {
       if (generation + 1 === MOST_INSTANCES) throw new Error(`it trapped ${MOST_INSTANCES} times`);
       start();
     } catch (failed) {
       X = unusable(`@tangent.to/grad (WebAssembly): the core cannot be used again (${failed.message}); reload to start anew`);
-      coreReplaced();
-      return new Error(`@tangent.to/grad (WebAssembly): ${why}; its tapes and plans were lost`);
+      after = 'lost';
     }
     coreReplaced();
-    return new Error(`@tangent.to/grad (WebAssembly): ${why}; its tapes and plans were reset`);
+    return new Error(`@tangent.to/grad (WebAssembly): ${why}; its tapes and plans were ${after}`);
   }
 
   const put64 = (s, data) => {
