@@ -36,14 +36,18 @@ import { N, onCoreReplaced, replacements } from './binding.js';
  * that drops its plans stays near the budget, while a working set of plans
  * in use is never rebuilt over and over unless it alone passes the hard
  * cap. A plan counts its bytes (N.planBytes) and PER_PLAN more, what its
- * allocations, external and Held cost beside (0.6-1.8 KB measured): a
- * small plan's bytes are half of what it holds.
+ * allocations, external and Held cost beside: 2.3-3.7 KB of malloc'd
+ * memory beyond N.planBytes for a plan of sum(p) or of a 20×3 product
+ * (2 000 such plans kept, glibc's heap measured), and the Held and
+ * external on V8's. A small plan's bytes are a quarter of what it holds.
  *
  * The budget binds only when plans are made: a working set called again
  * and again is spared whatever its size, so it is small. In a loop that
- * makes and drops small plans the process grows by V8's heap (60-70 MB),
- * ~20 MB more, and about the budget: +89 MB at 8 MB, +100 at 16, +125 at
- * 32 (bench/churn.mjs, peaks).
+ * makes and drops small plans the process grows by V8's heap (45-55 MB
+ * used at the peak: V8 collects its old space only past a limit of its
+ * own) and by glibc's heap, about three times the budget (the plans, and
+ * dead compiled functions' buffers until V8 collects them): peak RSS
+ * +91-94 MB (bench/churn.mjs; +101-102 when PER_PLAN was 2 KB).
  */
 export const BUDGET = 8 * 2 ** 20;
 /**
@@ -61,7 +65,7 @@ export function setHardCap(bytes) {
   hardCap = Math.max(256 * 2 ** 20, bytes);
 }
 const RECENT = 64;
-const PER_PLAN = 2048;
+const PER_PLAN = 4096;
 /** Plans one new plan releases at most, once it has released its own bytes. */
 export const MOST_RELEASED = 16;
 /** Plans in use one new plan passes over at most before it stops releasing. */
