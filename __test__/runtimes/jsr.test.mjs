@@ -103,8 +103,11 @@ test('deno publish --dry-run passes, offline, slow-type check included', () => {
 // by 32 KB, to 936,515, and the package to about 1,152,000. Raised on
 // 2026-12-06 (later) from 1,175,000 for a WebAssembly core that recovers
 // from a trap (fallible scratch, tape epochs, src/js/traps.js): the module
-// +3 KB, the package to 1,176,879.
-const JSR_BUDGET = 1_185_000;
+// +3 KB, the package to 1,176,879. Raised on 2026-12-06 (night) from
+// 1,185,000: each elementwise loop its own wasm function (V8 kept the sums
+// of the inlined ones on the stack: a regression's eager gradient 148 → 36
+// µs), the module +9.7 KB (242 KB gzipped, 4 KB less), the package 1,191,713.
+const JSR_BUDGET = 1_200_000;
 
 test('it would publish the WebAssembly build and the typings, and nothing native, no tests, no build tree', () => {
   for (const f of ['jsr.json', jsr.exports['.'].replace(/^\.\//, ''), 'index.d.ts', 'package.json', 'src/js/browser.js', 'src/js/wasm.js', WASM_CORE]) {
