@@ -636,7 +636,9 @@ export function hessian<P = any, I = any>(f: Objective<P, I>): DerivativeMethods
 export interface BatchOptions {
   /**
    * The most OS threads the batch is spread over: a positive integer, at most
-   * 256. Default: the machine's available parallelism; 1 is the calling thread
+   * 256. Default: the package's thread cap (`setThreads`: the machine's
+   * available parallelism unless `TANGENT_GRAD_THREADS` or `setThreads(n)`
+   * lowered it); 1 is the calling thread
    * only (for `batchAsync`, the one async thread it runs on). Results do not depend on it.
    */
   threads?: number;
@@ -914,8 +916,8 @@ export interface PlanV1 {
  * The most threads one large factorization, triangular solve or product
  * (Cholesky, LU, their solves and adjoints, from about n = 600) may use.
  * The default is the machine's available parallelism, capped by the
- * environment variable `TANGENT_GRAD_THREADS` when the package loads
- * (`1`: one thread). Evaluations running at once on the package's own
+ * environment variable `TANGENT_GRAD_THREADS`, read once, when the cap is
+ * first needed (`1`: one thread). Evaluations running at once on the package's own
  * threads (`batch`, `async` calls) share the cap. Results do not depend on
  * the thread count, bit for bit.
  * @param n A whole number; 0 for the machine's available parallelism; more
