@@ -10,13 +10,27 @@ use super::parallel;
 /// magnitude by a comparison, not `f64::max`, which WebAssembly calls
 /// `fmax` for (2% of a compiled GP's gradient there); either way the
 /// same for a pair without NaN, and a pair with one is decided after.
+/// Branch-free (`&`, not `&&`), so that a loop of it vectorizes.
+#[inline(always)]
 fn differ(x: f64, y: f64) -> bool {
     let (ax, ay) = (x.abs(), y.abs());
-    (x - y).abs() > 1e-10 * if ax >= ay { ax } else { ay } && !x.is_nan() && !y.is_nan()
+    ((x - y).abs() > 1e-10 * if ax >= ay { ax } else { ay }) & !x.is_nan() & !y.is_nan()
 }
+
+/// From this order `asymmetry` asks `symmetric` first, and walks the pairs
+/// one by one only to name the first that differs.
+const TILED_CHECK_FROM: usize = 32;
 
 /// The first pair (row-major, j > i) that `differ`s.
 pub(super) fn asymmetry(a: &[f64], n: usize) -> Option<(usize, usize)> {
+    if n >= TILED_CHECK_FROM && symmetric(a, n) {
+        return None;
+    }
+    first_differing(a, n)
+}
+
+/// `asymmetry` pair by pair.
+pub(super) fn first_differing(a: &[f64], n: usize) -> Option<(usize, usize)> {
     for i in 0..n {
         for j in i + 1..n {
             if differ(a[i * n + j], a[j * n + i]) {
@@ -27,20 +41,35 @@ pub(super) fn asymmetry(a: &[f64], n: usize) -> Option<(usize, usize)> {
     None
 }
 
-/// Whether `asymmetry` finds no pair, by 16×16 tiles above the diagonal
+/// Whether `first_differing` finds no pair, by 16×16 tiles above the diagonal
 /// and their mirrors below (the plain walk's strided side took a cache
 /// line per entry), the tiles' rows dealt out in turn to the threads (an
 /// equal band of rows each would leave the first most of the triangle).
-#[cfg(not(target_arch = "wasm32"))]
+/// Each mirror is copied transposed into a block on the stack first, so
+/// that a tile's rows and the block's compare in vector registers: read
+/// across, pair by pair, the check took 5.8 ns a pair at n = 2000, 8% of
+/// a GP's gradient.
 pub(super) fn symmetric(a: &[f64], n: usize) -> bool {
     const TILE: usize = 16;
     parallel::all_parts(n * n, n, |part, parts| {
+        let mut mirror = [[0.0f64; TILE]; TILE];
         for i0 in (part * TILE..n).step_by(parts * TILE) {
+            let rows = TILE.min(n - i0);
             for j0 in (i0..n).step_by(TILE) {
+                let cols = TILE.min(n - j0);
+                // mirror[r][c] = A[j0 + c][i0 + r], the entry paired with A[i0 + r][j0 + c].
+                for c in 0..cols {
+                    for (r, &x) in a[(j0 + c) * n + i0..][..rows].iter().enumerate() {
+                        mirror[r][c] = x;
+                    }
+                }
                 let mut any = false;
-                for i in i0..(i0 + TILE).min(n) {
-                    for j in j0.max(i + 1)..(j0 + TILE).min(n) {
-                        any |= differ(a[i * n + j], a[j * n + i]);
+                for (r, m) in mirror.iter().enumerate().take(rows) {
+                    // Only j > i: on the diagonal tile, the columns past r.
+                    let from = if j0 == i0 { r + 1 } else { 0 };
+                    let row = &a[(i0 + r) * n + j0..][..cols];
+                    for (&x, &y) in row[from.min(cols)..].iter().zip(&m[from.min(cols)..cols]) {
+                        any |= differ(x, y);
                     }
                 }
                 if any {

@@ -223,3 +223,51 @@ fn cholesky_adjoint_propagates_nan() {
     cholesky_adjoint(&l, &lbar, n, &mut work, &mut abar, false);
     assert!(abar[2 * n + 1].is_nan() && abar[n + 2].is_nan());
 }
+
+// ----- the symmetry check of the library path ---------------------------
+
+/// `linalg::cholesky::symmetric` (by tiles, each mirror copied transposed) says
+/// what the plain walk `cholesky::first_differing` says, for every kind of pair:
+/// one past the tolerance, one within it, NaN, infinities, at orders around
+/// the tile's 16.
+#[test]
+fn symmetric_agrees_with_the_plain_walk() {
+    let mut rng = Lcg(2026);
+    for &n in &[1usize, 2, 15, 16, 17, 31, 33, 64, 100, 203] {
+        let mut a = rng.fill(n * n);
+        for i in 0..n {
+            for j in 0..i {
+                a[i * n + j] = a[j * n + i];
+            }
+        }
+        assert!(super::super::cholesky::symmetric(&a, n), "n = {n}: symmetric");
+        let pairs = if n > 1 { 40 } else { 0 };
+        for k in 0..pairs {
+            let i = (rng.next().abs() * n as f64) as usize % n;
+            let j = (rng.next().abs() * n as f64) as usize % n;
+            if i == j {
+                continue;
+            }
+            let (x, y) = (i * n + j, j * n + i);
+            let keep = a[x];
+            a[x] = match k % 5 {
+                0 => keep * (1.0 + 1e-9),        // differs
+                1 => keep * (1.0 + 1e-12),       // within the tolerance
+                2 => f64::NAN,                   // NaN never differs
+                3 => f64::INFINITY,              // against a finite entry: differs
+                _ => -keep,                      // differs, unless 0
+            };
+            if k % 5 == 3 {
+                a[y] = if k % 2 == 0 { f64::INFINITY } else { a[y] };
+            }
+            assert_eq!(
+                super::super::cholesky::symmetric(&a, n),
+                super::super::cholesky::first_differing(&a, n).is_none(),
+                "n = {n}, pair ({i}, {j}), case {}",
+                k % 5
+            );
+            a[x] = keep;
+            a[y] = keep;
+        }
+    }
+}
