@@ -172,9 +172,11 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
     plans.register(handle, generation * 2 ** 32 + p, handle);
     return handle;
   };
+  /** Whether a handle's plan is held by this instance: not released, not from before a reset. */
+  const current = (h) => h.p >= 0 && h.generation === generation;
   /** The plan id of a handle; a released one is an Error, as in the napi binding. */
   const live = (h) => {
-    if (h.p < 0 || h.generation !== generation) throw new Error('this plan was released');
+    if (!current(h)) throw new Error('this plan was released');
     return h.p;
   };
 
@@ -390,11 +392,11 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
       id(X.plan_slots(live(h)));
       return text();
     },
-    planBytes: (h) => (h.p < 0 || h.generation !== generation ? 0 : X.plan_bytes(h.p)),
+    planBytes: (h) => (current(h) ? X.plan_bytes(h.p) : 0),
     planRelease(h) {
       if (h.p < 0) return;
       plans.unregister(h);
-      if (h.generation === generation) X.plan_free(h.p);
+      if (current(h)) X.plan_free(h.p);
       h.p = -1;
     },
 

@@ -65,10 +65,10 @@ pub(super) fn symmetric(a: &[f64], n: usize) -> bool {
                 }
                 let mut any = false;
                 for (r, m) in mirror.iter().enumerate().take(rows) {
-                    // Only j > i: on the diagonal tile, the columns past r.
+                    // Only j > i: on the diagonal tile (rows = cols), the columns past r.
                     let from = if j0 == i0 { r + 1 } else { 0 };
                     let row = &a[(i0 + r) * n + j0..][..cols];
-                    for (&x, &y) in row[from.min(cols)..].iter().zip(&m[from.min(cols)..cols]) {
+                    for (&x, &y) in row[from..].iter().zip(&m[from..cols]) {
                         any |= differ(x, y);
                     }
                 }
