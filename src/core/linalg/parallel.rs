@@ -108,6 +108,51 @@ pub fn triangle_rows(out: &mut [f64], n: usize, lower: bool, f: impl Fn(usize, &
     f(0, out)
 }
 
+/// The strict lower triangle of an n×n `x` set to the transpose of its
+/// strict upper one (x_ij = x_ji for j < i), the upper left as it is; in
+/// bands of rows on several threads when large. Row by row, each reading
+/// down a column of the upper triangle whose cache lines serve the next
+/// rows' columns too (tiles of 16 rows that read along the upper rows were
+/// 3% slower at n = 200). Each entry is a copy, so the bits do not depend
+/// on the split.
+pub fn lower_from_upper(x: &mut [f64], n: usize) {
+    // Each row split into its entries left of the diagonal, written, and
+    // right of it, read: disjoint, so the bands share the upper parts.
+    let (mut lowers, mut uppers) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for (i, row) in x[..n * n].chunks_exact_mut(n.max(1)).enumerate() {
+        let (lower, upper) = row.split_at_mut(i);
+        lowers.push(lower);
+        uppers.push(&upper[1..]);
+    }
+    let uppers = &uppers;
+    let mirror = move |first: usize, band: &mut [&mut [f64]]| {
+        for (i, lower) in (first..).zip(band.iter_mut()) {
+            for (j, (x, upper)) in lower.iter_mut().zip(uppers).enumerate() {
+                *x = upper[i - j - 1];
+            }
+        }
+    };
+    let threads = parts(n * n / 2, n);
+    #[cfg(not(target_arch = "wasm32"))]
+    if threads > 1 {
+        let edge = |p: usize| (n as f64 * (p as f64 / threads as f64).sqrt()).round() as usize;
+        let mirror = &mirror;
+        rayon::scope(|s| {
+            let (mut rest, mut first) = (&mut lowers[..], 0);
+            for end in (1..=threads).map(edge) {
+                let (band, tail) = std::mem::take(&mut rest).split_at_mut(end.max(first) - first);
+                if !band.is_empty() {
+                    s.spawn(move |_| mirror(first, band));
+                }
+                (rest, first) = (tail, end.max(first));
+            }
+        });
+        return;
+    }
+    let _ = threads;
+    mirror(0, &mut lowers)
+}
+
 /// Zeros written into `x`, on the threads a kernel may take when it is
 /// long. Fresh memory's first write is the kernel's page faults, and those
 /// run on as many cores at once: 80 MB took 25 ms to fault on one thread

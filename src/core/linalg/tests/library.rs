@@ -20,8 +20,9 @@ fn same(x: &[f64], y: &[f64]) -> bool {
 fn cholesky_and_its_adjoint_match_the_hand_kernels() {
     // From the library's first size, across its column blocks (64), to the
     // adjoint's wide blocks (256: 651), and one that takes several threads
-    // (`library::cholesky_par`; at 788 the last block is 20 columns).
-    for n in [100, 128, 240, 651, 788] {
+    // (`library::cholesky_par`; at 788 the last block is 20 columns), and
+    // one whose mirror of faer's Lᵀ into L splits too (n²/2 ≥ 2^19: 1100).
+    for n in [100, 128, 240, 651, 788, 1100] {
         let mut rng = Lcg(71 + n as u64);
         let a = random_spd(n, &mut rng);
         let (mut l, mut hand) = (vec![0.0; n * n], vec![0.0; n * n]);
