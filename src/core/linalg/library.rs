@@ -9,8 +9,8 @@
 //! - nalgebra: triangular solves with one right-hand side, at every n.
 //! - faer (native builds only: it would double the WebAssembly module):
 //!   solves with a matrix right-hand side, and LU's transposed solves (the
-//!   adjoint's), from n = 12; LU from n = 50; Cholesky's adjoint from
-//!   n = 100; Cholesky and LU's solve of one right-hand side from n = 150.
+//!   adjoint's), from n = 12; LU from n = 50; Cholesky from n = 90, its
+//!   adjoint from n = 100; LU's solve of one right-hand side from n = 150.
 //! - The hand-written kernels: everything smaller; under WebAssembly,
 //!   everything but Cholesky from n = 150, which is tiled (`simd.rs`).
 //! - Several threads (faer's, `threads.rs` says how many) for solves with a
@@ -20,12 +20,21 @@
 
 use nalgebra::{DMatrixView, DVectorViewMut};
 
-/// faer's Cholesky and LU's vector solve from this order on.
+/// LU's vector solve by faer from this order on.
 #[cfg(not(target_arch = "wasm32"))]
 const LARGE_FROM: usize = 150;
-/// Under WebAssembly, the tiled Cholesky (`simd::tiled_cholesky`) from the
-/// order where native builds take faer's: below it, both builds share the
-/// hand-written kernel's bits.
+/// faer's Cholesky from this order on (`cargo bench --bench linalg`, one
+/// thread, 2026-12-07, AMD EPYC): faer's call 14.3 µs at n = 80, 16.7 at
+/// 90, 21.3 at 100, 31.9 at 120, against the hand-written kernel's 17.1,
+/// 23.8, 32.5, 51.0, which include the symmetry check that faer's path
+/// makes before the call (~1 ns a pair: 1.2 µs at 50, 5.2 at 100). (From
+/// 150 until faer was given a column-major view, where it factors its
+/// diagonal blocks with SIMD.)
+#[cfg(not(target_arch = "wasm32"))]
+const CHOLESKY_FROM: usize = 90;
+/// Under WebAssembly, the tiled Cholesky (`simd::tiled_cholesky`) from this
+/// order: below it, the WebAssembly build and the native one below
+/// `CHOLESKY_FROM` share the hand-written kernel's bits.
 #[cfg(target_arch = "wasm32")]
 const TILED_FROM: usize = 150;
 /// faer's (blocked) Cholesky adjoint from this order on: 0.69x ours at
@@ -154,7 +163,7 @@ fn finite_triangle(t: &[f64], n: usize, lower: bool) -> bool {
 
 pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
-    if n >= LARGE_FROM && finite_rows(&a[..n * n], n) && super::cholesky::symmetric(a, n) {
+    if n >= CHOLESKY_FROM && finite_rows(&a[..n * n], n) && super::cholesky::symmetric(a, n) {
         return faer(|| super::faer::cholesky(a, n, l, cholesky_par(n)));
     }
     #[cfg(target_arch = "wasm32")]
