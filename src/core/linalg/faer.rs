@@ -50,16 +50,26 @@ const WIDE_BLOCKS_FROM: usize = 1536;
 /// triangle; false when a pivot is not positive.
 pub fn cholesky(a: &[f64], n: usize, l: &mut [f64], par: Par) -> bool {
     let l = &mut l[..n * n];
-    parallel::copy(&a[..n * n], l);
+    let a = &a[..n * n];
+    // faer factors `l` read column-major (below: it has SIMD kernels for
+    // that layout alone), whose lower triangle is our upper one: A's lower
+    // triangle goes there, transposed, as the hand-written kernel reads it
+    // (A need only be symmetric to 1e-10).
+    parallel::triangle_rows(l, n, false, |first, band| {
+        for (i, row) in (first..).zip(band.chunks_exact_mut(n)) {
+            for (j, x) in (i..n).zip(&mut row[i..]) {
+                *x = a[j * n + i];
+            }
+        }
+    });
     let mut params: ::faer::Spec<llt::LltParams, f64> = Default::default();
     if n >= WIDE_BLOCKS_FROM {
         params.config.block_size = 256;
     }
     let req = llt::cholesky_in_place_scratch::<f64>(n, par, params);
-    // Read column-major, which is A itself since A is symmetric (the caller
-    // checked): faer factors its diagonal blocks with SIMD only in that
-    // layout, and row-major fell back to scalar loops that took 141 of a
-    // gp200 gradient's 515 µs (373 now). L lands in our upper triangle, as Lᵀ.
+    // Column-major: faer factors its diagonal blocks with SIMD only in that
+    // layout, and a row-major view fell back to scalar loops that took 141
+    // of a gp200 gradient's 515 µs. L lands in our upper triangle, as Lᵀ.
     let m = MatMut::from_column_major_slice_mut(&mut *l, n, n);
     if with_scratch(req, |stack| llt::cholesky_in_place(m, Default::default(), par, stack, params)).is_err() {
         return false;
