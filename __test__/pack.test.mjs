@@ -189,9 +189,13 @@ const BUILD_OUTPUT = /^(binding\.(cjs|d\.ts)|grad\.[^/]+\.node|src\/js\/grad\.wa
 // 5–20% faster and its tangent plan smaller. Raised on 2026-12-06 from
 // 2,450,000 for the fixes of a held-out hostile-input run (arguments read
 // once in batches, typed arrays by their own length, pools reused: the
-// sources and CHANGELOG, the tarball to 2,450,070).
+// sources and CHANGELOG, the tarball to 2,450,070). The unpacked budget
+// raised on 2026-12-07 from 8,450,000 for faer's Cholesky on a column-major
+// view (the triangle's transposed copy and its mirror, on several threads
+// when large: the addon +7 KB, unpacked to 8,451,865), which made a compiled
+// gp200 gradient ~25% faster.
 const PACKED_BUDGET = 2_475_000;
-const UNPACKED_BUDGET = 8_450_000;
+const UNPACKED_BUDGET = 8_475_000;
 
 test('the tarball holds only what the package means to ship, within its size budget', () => {
   const unexpected = packedFiles.filter((f) => !SHIPPED.some((re) => re.test(f)));

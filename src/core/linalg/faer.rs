@@ -1,8 +1,9 @@
 //! faer's kernels on views of our row-major slices, with no layout copies
-//! (native builds only; `library.rs` says when each one runs, and on how
-//! many threads: `Par::Seq`, or `Par::Rayon` for large matrices, which
-//! gives the same bits, `tests/threads.rs`). `benches/linalg.rs` times these
-//! same calls, sequential and on two threads.
+//! but Cholesky's, whose diagonal blocks faer factors with SIMD only in a
+//! column-major matrix (`cholesky`). Native builds only; `library.rs` says
+//! when each one runs, and on how many threads: `Par::Seq`, or `Par::Rayon`
+//! for large matrices, which gives the same bits (`tests/threads.rs`).
+//! `benches/linalg.rs` times these same calls, sequential and on two threads.
 
 use ::faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use smallvec::SmallVec;
