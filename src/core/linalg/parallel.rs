@@ -84,7 +84,14 @@ pub fn triangle_rows(out: &mut [f64], n: usize, lower: bool, f: impl Fn(usize, &
     if n == 0 {
         return;
     }
-    let out = &mut out[..n * n];
+    triangle_bands(&mut out[..n * n], n, n, lower, f)
+}
+
+/// `f(first row, band)` over bands of `rows`, n rows of `unit` items each
+/// (values, or one slice a row), cut where they cover about equal parts of
+/// the lower (or upper) triangle: on the threads a kernel may take when
+/// the triangle is large, else once, on all of them.
+fn triangle_bands<T: Send>(rows: &mut [T], unit: usize, n: usize, lower: bool, f: impl Fn(usize, &mut [T]) + Sync) {
     let threads = parts(n * n / 2, n);
     #[cfg(not(target_arch = "wasm32"))]
     if threads > 1 {
@@ -93,9 +100,9 @@ pub fn triangle_rows(out: &mut [f64], n: usize, lower: bool, f: impl Fn(usize, &
         let ends: Vec<usize> = (1..=threads).map(|p| if lower { edge(p) } else { n - edge(threads - p) }).collect();
         let f = &f;
         rayon::scope(|s| {
-            let (mut rest, mut first) = (out, 0);
+            let (mut rest, mut first) = (rows, 0);
             for &end in &ends {
-                let (band, tail) = std::mem::take(&mut rest).split_at_mut((end.max(first) - first) * n);
+                let (band, tail) = std::mem::take(&mut rest).split_at_mut((end.max(first) - first) * unit);
                 if !band.is_empty() {
                     s.spawn(move |_| f(first, band));
                 }
@@ -104,8 +111,8 @@ pub fn triangle_rows(out: &mut [f64], n: usize, lower: bool, f: impl Fn(usize, &
         });
         return;
     }
-    let _ = (lower, threads);
-    f(0, out)
+    let _ = (unit, lower, threads);
+    f(0, rows)
 }
 
 /// The strict lower triangle of an n×n `x` set to the transpose of its
@@ -125,32 +132,13 @@ pub fn lower_from_upper(x: &mut [f64], n: usize) {
         uppers.push(&upper[1..]);
     }
     let uppers = &uppers;
-    let mirror = move |first: usize, band: &mut [&mut [f64]]| {
+    triangle_bands(&mut lowers, 1, n, true, |first, band| {
         for (i, lower) in (first..).zip(band.iter_mut()) {
             for (j, (x, upper)) in lower.iter_mut().zip(uppers).enumerate() {
                 *x = upper[i - j - 1];
             }
         }
-    };
-    let threads = parts(n * n / 2, n);
-    #[cfg(not(target_arch = "wasm32"))]
-    if threads > 1 {
-        let edge = |p: usize| (n as f64 * (p as f64 / threads as f64).sqrt()).round() as usize;
-        let mirror = &mirror;
-        rayon::scope(|s| {
-            let (mut rest, mut first) = (&mut lowers[..], 0);
-            for end in (1..=threads).map(edge) {
-                let (band, tail) = std::mem::take(&mut rest).split_at_mut(end.max(first) - first);
-                if !band.is_empty() {
-                    s.spawn(move |_| mirror(first, band));
-                }
-                (rest, first) = (tail, end.max(first));
-            }
-        });
-        return;
-    }
-    let _ = threads;
-    mirror(0, &mut lowers)
+    })
 }
 
 /// Zeros written into `x`, on the threads a kernel may take when it is
