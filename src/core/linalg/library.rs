@@ -132,20 +132,25 @@ fn finite(xs: &[f64]) -> bool {
     acc.iter().chain(rest).fold(0.0, |s, x| s + x * 0.0) == 0.0
 }
 
-/// max |x| if every entry is finite.
+/// max |x| if every entry is finite, by chunks (on several threads when
+/// long; a maximum does not depend on the order it is taken in).
 #[cfg(not(target_arch = "wasm32"))]
 fn finite_max_abs(xs: &[f64]) -> Option<f64> {
-    let mut acc = [0.0f64; 8];
-    let chunks = xs.chunks_exact(8);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for (a, x) in acc.iter_mut().zip(c) {
-            *a = a.max(x.abs());
+    let m = super::parallel::max_chunks(xs.len(), |range| {
+        let xs = &xs[range];
+        let mut acc = [0.0f64; 8];
+        let chunks = xs.chunks_exact(8);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for (a, x) in acc.iter_mut().zip(c) {
+                *a = a.max(x.abs());
+            }
         }
-    }
-    let m = acc.iter().chain(rest).fold(0.0f64, |m, x| m.max(x.abs()));
-    // max ignores NaN, so finiteness is asked separately.
-    (m.is_finite() && finite(xs)).then_some(m)
+        let m = acc.iter().chain(rest).fold(0.0f64, |m, x| m.max(x.abs()));
+        // max ignores NaN, so finiteness is asked separately.
+        if m.is_finite() && finite(xs) { m } else { f64::INFINITY }
+    });
+    m.is_finite().then_some(m)
 }
 
 /// Whether every entry of an n-column matrix is finite, by bands of rows
@@ -158,7 +163,7 @@ fn finite_rows(a: &[f64], n: usize) -> bool {
 /// Whether T's own triangle (diagonal included) is finite.
 #[cfg(not(target_arch = "wasm32"))]
 fn finite_triangle(t: &[f64], n: usize, lower: bool) -> bool {
-    super::parallel::all_rows(n, n, |rows| rows.into_iter().all(|i| finite(if lower { &t[i * n..i * n + i + 1] } else { &t[i * n + i..i * n + n] })))
+    super::parallel::all_triangle_rows(n, lower, |rows| rows.into_iter().all(|i| finite(if lower { &t[i * n..i * n + i + 1] } else { &t[i * n + i..i * n + n] })))
 }
 
 pub fn cholesky(a: &[f64], n: usize, l: &mut [f64]) -> bool {
@@ -190,7 +195,7 @@ pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x
         return nalgebra_vector_solve(t, n, lower, b, x, transposed);
     }
     #[cfg(not(target_arch = "wasm32"))]
-    if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite_triangle(t, n, lower) && finite(&b[..n * k]) {
+    if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite_triangle(t, n, lower) && finite_rows(&b[..n * k], k) {
         faer(|| super::faer::triangular_solve(t, n, lower, b, k, x, transposed, par(n, k)));
         return true;
     }
@@ -202,7 +207,7 @@ pub fn triangular_solve(t: &[f64], n: usize, lower: bool, b: &[f64], k: usize, x
 /// product per entry: 22% of a GP Hessian-vector product at n = 200).
 pub fn triangular_solve_tbar(n: usize, lower: bool, bbar: &[f64], x: &[f64], k: usize, tbar: &mut [f64], assign: bool) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
-    if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite(&bbar[..n * k]) && finite(&x[..n * k]) {
+    if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite_rows(&bbar[..n * k], k) && finite_rows(&x[..n * k], k) {
         if assign {
             super::parallel::zero(&mut tbar[..n * n]);
         }
@@ -284,8 +289,8 @@ pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut
     #[cfg(not(target_arch = "wasm32"))]
     if n >= MATRIX_SOLVE_FROM
         && (transposed || k >= MATRIX_SOLVE_FROM || n >= LARGE_FROM)
-        && finite(&lu[..n * n])
-        && finite(&b[..n * k])
+        && finite_rows(&lu[..n * n], n)
+        && finite_rows(&b[..n * k], k)
     {
         return faer(|| super::faer::lu_solve(lu, perm, n, b, k, x, transposed, par(n, k)));
     }
@@ -298,7 +303,7 @@ pub fn lu_solve(lu: &[f64], perm: &[f64], n: usize, b: &[f64], k: usize, x: &mut
 /// is slower: k ≥ `MATRIX_SOLVE_FROM`, all entries finite.
 pub fn sub_outer(n: usize, bbar: &[f64], x: &[f64], k: usize, abar: &mut [f64]) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
-    if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite(&bbar[..n * k]) && finite(&x[..n * k]) {
+    if n >= MATRIX_SOLVE_FROM && k >= MATRIX_SOLVE_FROM && finite_rows(&bbar[..n * k], k) && finite_rows(&x[..n * k], k) {
         let par = par_for(n.saturating_mul(n).saturating_mul(k));
         faer(|| super::faer::gemm(n, k, n, bbar, false, x, true, -1.0, abar, par));
         return true;

@@ -65,16 +65,27 @@ const SUM_CHUNK: usize = 1 << 16;
 /// the threads a kernel may take and added left to right. (A sum split by
 /// the thread count would round differently on every machine.)
 pub fn sum_chunks(len: usize, f: impl Fn(Range<usize>) -> f64 + Sync) -> f64 {
+    fold_chunks(len, f, |total, s| total + s)
+}
+
+/// The largest of `f` over the chunks `sum_chunks` takes.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn max_chunks(len: usize, f: impl Fn(Range<usize>) -> f64 + Sync) -> f64 {
+    fold_chunks(len, f, f64::max)
+}
+
+/// `f` of each chunk as `sum_chunks` cuts them, combined left to right.
+fn fold_chunks(len: usize, f: impl Fn(Range<usize>) -> f64 + Sync, combine: impl Fn(f64, f64) -> f64) -> f64 {
     if len < SPLIT_FROM {
         return f(0..len);
     }
-    let mut sums = vec![0.0; len.div_ceil(SUM_CHUNK)];
-    split_in(&mut sums, 1, parts(len, SUM_CHUNK), |first, part| {
+    let mut each = vec![0.0; len.div_ceil(SUM_CHUNK)];
+    split_in(&mut each, 1, parts(len, SUM_CHUNK), |first, part| {
         for (c, s) in (first..).zip(part) {
             *s = f(c * SUM_CHUNK..((c + 1) * SUM_CHUNK).min(len));
         }
     });
-    sums[1..].iter().fold(sums[0], |total, &s| total + s)
+    each[1..].iter().fold(each[0], |total, &s| combine(total, s))
 }
 
 /// `f(first row, band)` over bands of whole rows of an n×n matrix `out`
@@ -87,21 +98,25 @@ pub fn triangle_rows(out: &mut [f64], n: usize, lower: bool, f: impl Fn(usize, &
     triangle_bands(&mut out[..n * n], n, n, lower, f)
 }
 
+/// Where `parts` bands of rows of an n×n matrix end when each covers about
+/// an equal part of its lower (or upper) triangle: the lower triangle's
+/// first r rows hold about r²/2 entries.
+fn triangle_edges(n: usize, parts: usize, lower: bool) -> Vec<usize> {
+    let edge = |p: usize| (n as f64 * (p as f64 / parts as f64).sqrt()).round() as usize;
+    (1..=parts).map(|p| if lower { edge(p) } else { n - edge(parts - p) }).collect()
+}
+
 /// `f(first row, band)` over bands of `rows`, n rows of `unit` items each
-/// (values, or one slice a row), cut where they cover about equal parts of
-/// the lower (or upper) triangle: on the threads a kernel may take when
-/// the triangle is large, else once, on all of them.
+/// (values, or one slice a row), cut by `triangle_edges`: on the threads a
+/// kernel may take when the triangle is large, else once, on all of them.
 fn triangle_bands<T: Send>(rows: &mut [T], unit: usize, n: usize, lower: bool, f: impl Fn(usize, &mut [T]) + Sync) {
     let threads = parts(n * n / 2, n);
     #[cfg(not(target_arch = "wasm32"))]
     if threads > 1 {
-        // The lower triangle's first r rows hold about r²/2 entries.
-        let edge = |p: usize| (n as f64 * (p as f64 / threads as f64).sqrt()).round() as usize;
-        let ends: Vec<usize> = (1..=threads).map(|p| if lower { edge(p) } else { n - edge(threads - p) }).collect();
         let f = &f;
         rayon::scope(|s| {
             let (mut rest, mut first) = (rows, 0);
-            for &end in &ends {
+            for end in triangle_edges(n, threads, lower) {
                 let (band, tail) = std::mem::take(&mut rest).split_at_mut((end.max(first) - first) * unit);
                 if !band.is_empty() {
                     s.spawn(move |_| f(first, band));
@@ -113,6 +128,17 @@ fn triangle_bands<T: Send>(rows: &mut [T], unit: usize, n: usize, lower: bool, f
     }
     let _ = (unit, lower, threads);
     f(0, rows)
+}
+
+/// Whether `test` holds for every band of rows of an n×n matrix's lower
+/// (or upper) triangle (`test` takes a range of rows), the bands cut by
+/// `triangle_edges` and tested at once when the triangle is large.
+pub fn all_triangle_rows(n: usize, lower: bool, test: impl Fn(Range<usize>) -> bool + Sync) -> bool {
+    all_parts(n * n / 2, n, |part, parts| {
+        let edges = triangle_edges(n, parts, lower);
+        let first = if part == 0 { 0 } else { edges[part - 1] };
+        test(first..edges[part].max(first))
+    })
 }
 
 /// The strict lower triangle of an n×n `x` set to the transpose of its

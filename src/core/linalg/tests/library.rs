@@ -358,3 +358,41 @@ fn solve_adjoints_through_faer_match_central_differences() {
     let da = rng.fill(n * n);
     close(weighted(&abar, &da), directional(|a| solve(a, &b), &a, &da, 1e-6), "LU A");
 }
+
+#[test]
+fn large_non_finite_operands_are_found_wherever_the_checks_split() {
+    // Past 2^19 values each check runs in parts on several threads (a
+    // triangle's in bands of equal area): an entry at either end is found.
+    let mut rng = Lcg(77);
+    let (n, k) = (1024, 512);
+    let t = random_triangular(n, true, &mut rng);
+    let b = rng.fill(n * k);
+    let (mut x, mut tbar) = (vec![0.0; n * k], vec![0.0; n * n]);
+    assert!(library::triangular_solve(&t, n, true, &b, k, &mut x, false), "finite: the library's");
+    for at in [0, n * k - 1] {
+        let mut bad = b.clone();
+        bad[at] = f64::NAN;
+        assert!(!library::triangular_solve(&t, n, true, &bad, k, &mut x, false), "a NaN right-hand side at {at}");
+        assert!(!library::triangular_solve_tbar(n, true, &bad, &b, k, &mut tbar, false), "a NaN B̄ at {at}");
+        assert!(!library::triangular_solve_tbar(n, true, &b, &bad, k, &mut tbar, false), "a NaN X at {at}");
+    }
+    for (i, j) in [(0, 0), (n - 1, 0), (n - 1, n - 1), (n / 2, n / 3)] {
+        let mut bad = t.clone();
+        bad[i * n + j] = f64::INFINITY;
+        assert!(!library::triangular_solve(&bad, n, true, &b, k, &mut x, false), "an infinite T at ({i}, {j})");
+    }
+    // Above the diagonal a lower T is never read.
+    let mut above = t.clone();
+    above[n - 1] = f64::NAN;
+    assert!(library::triangular_solve(&above, n, true, &b, k, &mut x, false), "NaN above a lower T's diagonal");
+
+    // LU refuses a matrix with a non-finite entry (its tolerance needs max |A|).
+    let a = random_general(n, &mut rng);
+    let (mut lu, mut perm) = (vec![0.0; n * n], vec![0.0; n]);
+    assert!(library::lu_factor(&a, n, &mut lu, &mut perm), "finite: the library's");
+    for (at, v) in [(0, f64::NAN), (n * n - 1, f64::NEG_INFINITY), (n * n / 2 + 5, f64::INFINITY)] {
+        let mut bad = a.clone();
+        bad[at] = v;
+        assert!(!library::lu_factor(&bad, n, &mut lu, &mut perm), "{v} at {at}");
+    }
+}
