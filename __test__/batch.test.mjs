@@ -295,6 +295,13 @@ describe('errors', () => {
       'batch: point 1: data length 3 does not match shape [2]',
     );
     const r = rebuilt(c);
+    // A malformed point: the call's own message, at point 0 or after it.
+    const malformed = { w: 1, b: 'x' };
+    const call = 'compileFromJSON: this plan was built for arguments shaped b:v2,w:s, got b:?,w:s. A rebuilt plan has no objective to re-trace, so it cannot adapt.';
+    throwsMsg(() => r(malformed), call);
+    throwsMsg(() => r.batch([malformed, x]), `batch: point 0: ${call}`);
+    throwsMsg(() => r.batch([x, malformed]), `batch: point 1: ${call}`);
+    throwsMsg(() => c.batch([x, malformed]), 'batch: point 1: parameter "b" must be a number, a non-empty array, or a tensor');
     throwsMsg(
       () => r.batch([x, { w: 1, b: [1, 2, 3] }]),
       'batch: point 1: compileFromJSON: this plan was built for arguments shaped b:v2,w:s, got b:v3,w:s. A rebuilt plan has no objective to re-trace, so it cannot adapt.',

@@ -189,13 +189,17 @@ test('a sparse nodes array of length 2^27 is an Error at once, not a stringify o
 });
 
 test('a long sparse array anywhere in a plan object is an Error at once (JSON.stringify of one crashed Node 20)', () => {
-  const sparse = () => new Array(2 ** 27);
-  const plan = () => ({ version: 2, input: 'single', nodes: [{ kind: 'param', shape: [] }, { kind: 'op', op: 'square', parents: [0] }], root: 1 });
-  const edits = [(p) => (p.extra = sparse()), (p) => (p.nodes[1].parents = sparse()), (p) => (p.nodes[0].shape = sparse()), (p) => p.nodes.push({ kind: 'const', shape: [2], data: sparse() })];
-  for (const edit of edits) {
-    const p = plan();
-    edit(p);
-    quick(() => assert.throws(() => G.compileFromJSON(p), { message: 'compileFromJSON: not a serialized plan (an array of length 134217728 with holes)' }));
+  // Up to 2^32 - 1, the longest an array gets: room for one of those was
+  // once asked before its first hole was seen, a RangeError.
+  for (const length of [2 ** 27, 4e9, 2 ** 32 - 1]) {
+    const sparse = () => new Array(length);
+    const plan = () => ({ version: 2, input: 'single', nodes: [{ kind: 'param', shape: [] }, { kind: 'op', op: 'square', parents: [0] }], root: 1 });
+    const edits = [(p) => (p.extra = sparse()), (p) => (p.nodes[1].parents = sparse()), (p) => (p.nodes[0].shape = sparse()), (p) => p.nodes.push({ kind: 'const', shape: [2], data: sparse() })];
+    for (const edit of edits) {
+      const p = plan();
+      edit(p);
+      quick(() => assert.throws(() => G.compileFromJSON(p), { message: `compileFromJSON: not a serialized plan (an array of length ${length} with holes)` }));
+    }
   }
 });
 

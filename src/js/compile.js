@@ -118,15 +118,23 @@ export function compile(f) {
       throw pointError(label, 0, e);
     }
   };
-  const misfit = (points, label) => (i, x) =>
-    new Error(`${label}: point ${i} is shaped ${signature(x)}, unlike point 0 (${signature(points[0])}); a batch evaluates one shape signature`);
+  // Point i's error where it does not fit the plan: a malformed value's
+  // own message, as a call there would throw it, else the signatures.
+  const misfit = (replay, points, label) => (i, x) => {
+    try {
+      replay.checkForms(x);
+    } catch (e) {
+      return pointError(label, i, e);
+    }
+    return new Error(`${label}: point ${i} is shaped ${signature(x)}, unlike point 0 (${signature(points[0])}); a batch evaluates one shape signature`);
+  };
   const batchWith = (method, label, points, inputs, options) => {
     const b = batchPoints(points, options, label);
     inputs = readOnce(inputs);
     if (b.k === 0) return emptyBatch(b);
     const entry = batchEntry(b, inputs, label);
     if (entry === null) return eagerBatch(c, points, b, inputs, label);
-    return entry.replay[method](points, b, inputs, label, 'compile', misfit(points, label));
+    return entry.replay[method](points, b, inputs, label, 'compile', misfit(entry.replay, points, label));
   };
   c.batch = (points, inputs, options) => batchWith('batch', 'batch', points, inputs, options);
   c.batchAsync = (points, inputs, options) => settle(() => batchWith('batchAsync', 'batchAsync', points, inputs, options));

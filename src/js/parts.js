@@ -75,9 +75,12 @@ export function planParts(json) {
   const list = (xs, signed) => {
     if (!Array.isArray(xs)) throw ASIDE;
     const n = xs.length;
-    room(n + 1);
+    room(1);
     buf[at++] = n;
     for (let i = 0; i < n; i++) {
+      // Room by chunks: a sparse list's length is no promise of values
+      // (one of length 2^32 - 1 asked for 34 GB here before its first hole).
+      if ((i & 0xffff) === 0) room(Math.min(n - i, 0x10000));
       const x = xs[i];
       if (typeof x !== 'number') throw ASIDE;
       buf[at++] = signed ? x : integral(x);

@@ -398,14 +398,7 @@ export class Replay {
         mapped[i] = packMap(this, points[i], params, i * width) ? 1 : 0;
         if (mapped[i]) continue;
         const x = (read[i] = readOnce(points[i]));
-        if (!this.fitsParams(x)) {
-          try {
-            this.checkForms(x);
-          } catch (e) {
-            throw at(i, e);
-          }
-          throw misfit(i, x);
-        }
+        if (!this.fitsParams(x)) throw misfit(i, x);
         try {
           this.packPoint(x, params, i * width);
         } catch (e) {
