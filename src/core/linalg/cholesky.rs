@@ -218,7 +218,9 @@ fn symmetrized<const ASSIGN: bool>(w: &[f64], n: usize, abar: &mut [f64]) {
 
 /// L̄ → Φ in place: `w` holds L̄'s lower triangle (zeros above) and leaves
 /// with the adjoint of A's lower triangle, the upper still zero. The
-/// blocked adjoint (`faer.rs`) runs it on each diagonal block.
+/// reference: what runs is its twin `simd::reverse_sweep`, the same bits
+/// three rows at a time (tests/wasm_simd.rs), alone below faer's order and
+/// on each diagonal block of the blocked adjoint (`faer.rs`).
 pub(super) fn reverse_sweep(l: &[f64], w: &mut [f64], n: usize) {
     for i in (0..n).rev() {
         let (head, rest) = w.split_at_mut(i * n);

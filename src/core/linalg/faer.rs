@@ -162,7 +162,7 @@ fn blocked_sweep(lm: MatRef<'_, f64>, mut wm: MatMut<'_, f64>, b: usize, par: Pa
                 }
             }
             clean_upper_state(); // faer's wide kernels before the sweep's SSE code (library.rs says why)
-            super::cholesky::reverse_sweep(ld, wd, bs);
+            super::simd::reverse_sweep(ld, wd, bs);
             for r in 0..bs {
                 for c in 0..bs {
                     w_dd[(r, c)] = wd[r * bs + c];

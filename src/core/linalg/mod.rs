@@ -21,9 +21,9 @@ pub mod parallel;
 pub mod threads;
 mod triangular;
 
-/// The Cholesky kernels behind the library paths: the hand-written ones,
-/// or in a WebAssembly module built with `simd128` their two-lane twins
-/// (`simd.rs`: the same bits).
+/// The Cholesky factor behind the library paths: the hand-written one,
+/// or in a WebAssembly module built with `simd128` its two-lane twin
+/// (`simd.rs`: the same bits). Its adjoint takes the twin everywhere.
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 use cholesky as cholesky_kernel;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -68,7 +68,7 @@ pub fn gemm_here(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], t
 /// with `assign` (a fresh Ā), write 0 + each term without reading Ā.
 pub fn cholesky_adjoint(l: &[f64], lbar: &[f64], n: usize, work: &mut [f64], abar: &mut [f64], assign: bool) {
     if !library::cholesky_adjoint(l, lbar, n, work, abar, assign) {
-        cholesky_kernel::cholesky_adjoint(l, lbar, n, work, abar, assign)
+        simd::cholesky_adjoint(l, lbar, n, work, abar, assign)
     }
 }
 
