@@ -356,6 +356,22 @@ describe('async calls', () => {
     sameBits((await pPacked).values, Float64Array.of(expected[0].value, expected[1].value));
   });
 
+  test(
+    WASM ? "WebAssembly: a batch past its 2^26 values is refused before point 1 is read" : 'a batch of 2^25 values reads its points',
+    async () => {
+      // 9 points of 2^22 values: 2·9·2^22 + 9 values of parameters and
+      // results, past the WebAssembly build's room, within the native one's.
+      const width = 2 ** 22;
+      const c = compile((x) => sum(square(x)));
+      const points = [new Float64Array(width), ...new Array(8).fill('x')];
+      const message = WASM
+        ? `batch: 9 points of ${width} values are more than a batch holds in the WebAssembly build (67108864 values); split it`
+        : 'batch: point 1: parameter must be a number, a non-empty array, or a tensor';
+      throwsMsg(() => c.batch(points), message);
+      await assert.rejects(c.batchAsync(points), { message: message.replace(/^batch:/, 'batchAsync:') });
+    },
+  );
+
   test(WASM ? 'WebAssembly: a Promise settled at the call' : 'the event loop runs while async work does', async () => {
     const c = compile(gp(G, gpData(100)));
     const points = Array.from({ length: 40 }, (_, i) => ({ l: 1 + 0.01 * i, v: 0.9 }));

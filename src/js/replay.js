@@ -383,6 +383,8 @@ export class Replay {
     if (k * width > MAX_VALUES) {
       throw new Error(`${label || 'async'}: ${k} points of ${width} values are more than the ${MAX_VALUES} values a batch takes`);
     }
+    // The WebAssembly build's smaller room, before the points are read.
+    N.batchRoom?.(k, width, label);
     const at = (i, e) => (label ? pointError(label, i, e) : e);
     let params;
     let mapped = null; // points packMap wrote

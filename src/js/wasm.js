@@ -482,15 +482,21 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
   /** The most values (parameters and results) one batch may hold here: wasm32 memory ends at 4 GiB. */
   const WASM_BATCH_VALUES = 2 ** 26;
 
+  /**
+   * Refuse a batch of k points of `width` values past what one holds here:
+   * asked before its points are read and packed (replay.js), and again here.
+   */
+  binding.batchRoom = (k, width, label) => {
+    if (2 * k * width + k > WASM_BATCH_VALUES) {
+      const where = label ? `${label}: ` : '';
+      throw new Error(`${where}${k} points of ${width} values are more than a batch holds in the WebAssembly build (${WASM_BATCH_VALUES} values); split it`);
+    }
+  };
+
   /** Run a batch; its k values, then its gradients, are left in scratch 2. */
   function batchInto(h, params, inputs, k, label) {
+    binding.batchRoom(k, params.length / k, label);
     const total = k + params.length;
-    if (params.length + total > WASM_BATCH_VALUES) {
-      const where = label ? `${label}: ` : '';
-      throw new Error(
-        `${where}${k} points of ${params.length / k} values are more than a batch holds in the WebAssembly build (${WASM_BATCH_VALUES} values); split it`,
-      );
-    }
     const n = put64(0, params);
     const m = put64(1, inputs);
     const l = putText(3, label);
