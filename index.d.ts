@@ -45,6 +45,16 @@ export type ShapeArg = readonly [] | readonly [number] | readonly [number, numbe
 /** One entry per axis of a vector or a matrix (`slice`'s start and size). */
 export type IndexArg = readonly [number] | readonly [number, number];
 
+/**
+ * A literal list must have the form R (a rank past 2 is a type error); a
+ * list of unknown length, such as another Var's `shape`, is checked when the
+ * op runs.
+ */
+export type LengthFits<S extends readonly number[], R> = number extends S['length'] ? unknown : R;
+
+/** A literal axis must be 0 or 1; a `number` is checked when the op runs. */
+export type AxisFits<A extends number> = number extends A ? unknown : 0 | 1;
+
 // ---------------------------------------------------------------- the tape
 
 /** What an op recorded about itself (`Var.spec`, a plan's op node): its exported name and static arguments. */
@@ -336,7 +346,7 @@ export function addDiag(A: Operand, alpha: Operand): Var;
  * @throws `reshape: shape must be up to two positive integers`
  * @throws `reshape: cannot view N elements as [..]`
  */
-export function reshape(a: Operand, shape: ShapeArg): Var;
+export function reshape<const S extends readonly number[]>(a: Operand, shape: S & LengthFits<S, ShapeArg>): Var;
 /**
  * The block `[start, start + size)` along each axis of a vector or matrix
  * (one entry per axis); the gradient is scattered back into place.
@@ -346,12 +356,16 @@ export function reshape(a: Operand, shape: ShapeArg): Var;
  * @throws `slice: start must be a non-negative integer and size a positive integer`
  * @throws `slice: [s, e) exceeds axis d of [..]`
  */
-export function slice(a: Operand, start: IndexArg, size: IndexArg): Var;
+export function slice<const S extends readonly number[], const Z extends readonly number[]>(
+  a: Operand,
+  start: S & LengthFits<S, IndexArg>,
+  size: Z & LengthFits<Z, IndexArg>,
+): Var;
 
 /** Options of `concat`: how matrices are joined. */
-export interface ConcatOptions {
+export interface ConcatOptions<A extends number = 0 | 1> {
   /** Matrices only: 0 stacks rows (the default), 1 puts them side by side. */
-  axis?: 0 | 1;
+  axis?: A & AxisFits<A>;
 }
 /**
  * Joins `parts` into one Var; the first part's rank decides. Scalars and
@@ -365,7 +379,7 @@ export interface ConcatOptions {
  * @throws `concat: axis must be 0 or 1`
  * @throws `concat: parts must agree on axis A, got [..] and [..]`
  */
-export function concat(parts: ReadonlyArray<Operand>, options?: ConcatOptions): Var;
+export function concat<A extends number = 0>(parts: ReadonlyArray<Operand>, options?: ConcatOptions<A>): Var;
 
 // ---------------------------------------------------------------- linear algebra
 
@@ -461,6 +475,13 @@ export type ArgFor<P> = unknown extends P
   : [P] extends [Param]
     ? Param
     : { [K in keyof P]: Param };
+
+/**
+ * A tangent for the parameters X of a call: any parameter form for a single
+ * parameter, and for a map the same keys, each any form (shapes are checked
+ * when the call runs).
+ */
+export type TangentFor<X> = X extends Param ? Param : { [K in keyof X]: Param };
 
 /** What a call accepts as inputs for an objective declared over inputs I. */
 export type InputsFor<I> = unknown extends I ? Inputs : { [K in keyof I]: Value };
@@ -565,7 +586,7 @@ export interface DerivativeMethods<P = any, I = any> {
    * @throws `jvp: the tangent must be a {name: value} map with the parameters' keys`
    * @throws `jvp: this objective holds a node built outside this package's ops, which has no forward rule.`
    */
-  jvp(params: ArgFor<P>, v: ArgFor<P>, inputs?: InputsFor<I>): ValueAndTangent;
+  jvp<X extends ArgFor<P>>(params: X, v: TangentFor<X>, inputs?: InputsFor<I>): ValueAndTangent;
   /**
    * A Hessian-vector product for a scalar f: value, gradient and H·v (the
    * gradient of ∇f·v), the last two in `params`' form. No Hessian is formed.
@@ -573,7 +594,7 @@ export interface DerivativeMethods<P = any, I = any> {
    * @throws `hvp: the objective must return a scalar, got [2]. Reduce it with sum() or mean() first.`
    * @throws `hvp: tangent "b" is shaped [3], unlike parameter "b" ([2])` (and `jvp`'s other tangent messages, prefixed `hvp:`)
    */
-  hvp<X extends ArgFor<P>>(params: X, v: ArgFor<P>, inputs?: InputsFor<I>): ValueGradientHvp<GradientOf<X>>;
+  hvp<X extends ArgFor<P>>(params: X, v: TangentFor<X>, inputs?: InputsFor<I>): ValueGradientHvp<GradientOf<X>>;
   /**
    * The full Hessian of a scalar f, q×q over the parameters flattened (a
    * map in its keys' order, each row-major), with the value and gradient.
@@ -644,6 +665,9 @@ export interface BatchOptions {
   threads?: number;
 }
 
+/** A packed `[k, n]` tensor of points, for a plan whose objective takes one parameter (never a map). */
+export type PackedPoints<P> = unknown extends P ? Tensor : [P] extends [Param] ? Tensor : never;
+
 /** The result of a batch given as a packed `[k, n]` tensor: no per-point objects. */
 export interface PackedBatch {
   /** The k values. */
@@ -678,7 +702,7 @@ export interface BatchMethods<P = any, I = any> {
    * @throws `batch: a [3×2] tensor of points needs a plan with one [2] parameter; this one takes [3]`
    * (a rebuilt plan only: `compile` traces its objective at `[n]`)
    */
-  batch(points: Tensor, inputs?: InputsFor<I>, options?: BatchOptions): PackedBatch;
+  batch(points: PackedPoints<P>, inputs?: InputsFor<I>, options?: BatchOptions): PackedBatch;
   /**
    * One evaluation off the main thread (the package's own threads); the
    * arguments are copied at the call. Resolves to what `f(params, inputs)`
@@ -696,7 +720,7 @@ export interface BatchMethods<P = any, I = any> {
     options?: BatchOptions,
   ): Promise<ValueAndGradient<GradientOf<X>>[]>;
   /** The packed form of `batchAsync`: a `[k, n]` tensor of points in, a Promise of `{ values, gradients }` out. */
-  batchAsync(points: Tensor, inputs?: InputsFor<I>, options?: BatchOptions): Promise<PackedBatch>;
+  batchAsync(points: PackedPoints<P>, inputs?: InputsFor<I>, options?: BatchOptions): Promise<PackedBatch>;
 }
 
 /**

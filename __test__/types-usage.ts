@@ -102,6 +102,13 @@ reshape(x, [1, 1, 3]);
 // @ts-expect-error strings are not operands
 log('1');
 
+// Lists of unknown length (another Var's shape, a computed start) are checked when the op runs.
+const V = variable([[1, 2], [3, 4]]);
+const viewed: Var[] = [reshape(x, V.shape), slice(V, V.shape.map(() => 0), V.shape), concat([A, A], { axis: [0, 1][1] })];
+void viewed;
+// @ts-expect-error slice's start has one entry per axis, at most two
+slice(A, [0, 0, 0], [1, 1, 1]);
+
 // ---------------------------------------------------------------- valueAndGrad and grad
 
 // An objective written over the parameters' values, as in the JavaScript version.
@@ -329,6 +336,22 @@ const rH: number[][] = compileFromJSON(cq.toJSON()).hessian([1, 2]).hessian;
 cq.hvp([1, 2]);
 // @ts-expect-error jvp needs an objective
 jvp(3);
+// Tangents follow the parameters passed, even where the objective leaves them untyped.
+const untyped = (p: any) => add(square(p.a), sum(square(p.b)));
+const jvUntyped: Nested = jvp(untyped)({ a: 1, b: [1, 2] }, { a: 0, b: new Float64Array(2) }).tangent;
+void jvUntyped;
+// @ts-expect-error a map's tangent needs every key
+jvp(untyped)({ a: 1, b: [1, 2] }, { a: 1 });
+// @ts-expect-error a map's tangent is a map
+hvp(untyped)({ a: 1, b: [1, 2] }, 5);
+// @ts-expect-error a map's tangent is a map, not one vector
+compile(untyped).jvp({ a: 1, b: [1, 2] }, [1, 2, 3]);
+// @ts-expect-error the tangent has no key z
+compile(untyped).hvp({ a: 1, b: [1, 2] }, { a: 1, b: [1, 2], z: 3 });
+// @ts-expect-error a packed tensor of points needs one vector parameter, not a map
+compile((p: { a: Var; b: Var }) => add(square(p.a), sum(p.b))).batch(tensor(new Float64Array(4), [2, 2]));
+// @ts-expect-error the same for batchAsync
+compile((p: { a: Var; b: Var }) => add(square(p.a), sum(p.b))).batchAsync(tensor(new Float64Array(4), [2, 2]));
 void [tangent, hvB, hvA, H, heG, cH, cJ, cT, rH];
 
 // ---------------------------------------------------------------- type helpers
