@@ -1358,17 +1358,19 @@ function runProgram(prog) {
     const row = Jac.value[0];
     const g = flatOf(E2.value.gradient);
     if (Jac.value.length !== 1 || row.length !== g.length) fail(`jacobian is ${Jac.value.length}×${row?.length}, gradient has ${g.length}`);
-    // One input: forward mode, which gives way to the reverse rows only where an entry is
-    // not finite. So a finite entry may stand against a gradient that overflowed in its own
-    // partials (p/p taken twice at p = 1e308: the divisor's -g·x/y² with g = 2 is -∞/∞).
+    // One input: forward mode, whose entries that are not finite give way to the reverse
+    // row's (the gradient's) unless that is NaN. So a finite entry, or an infinite one
+    // against a NaN, may stand against a gradient that overflowed in its own partials (p/p
+    // taken twice at p = 1e308: the divisor's -g·x/y² with g = 2 is -∞/∞).
     // Near a singularity the two modes' roundings, amplified, part (lgamma of lgamma(1 − ulp),
     // a derivative that is 0 times 1e16, seed 3001 case 93589): there, where central
     // differences cannot judge either, a disagreement is noted, not failed.
-    const forward = g.length <= 1 && row.every(Number.isFinite);
+    const forward = g.length <= 1;
     for (let i = 0; i < g.length; i++) {
-      if (forward && !Number.isFinite(g[i])) continue;
+      const stands = forward && (Number.isFinite(row[i]) || Number.isNaN(g[i]));
+      if (stands && !Number.isFinite(g[i])) continue;
       if (Object.is(row[i], g[i]) || Math.abs(row[i] - g[i]) <= 1e-12 * Math.max(1, Math.abs(g[i]))) continue;
-      if (forward && !fdEligible(prog, p2)) {
+      if (stands && !fdEligible(prog, p2)) {
         stats.notes.modesPartNearSingularity = (stats.notes.modesPartNearSingularity ?? 0) + 1;
         break;
       }

@@ -788,6 +788,24 @@ describe('3. consistency between jvp, hvp, hessian and jacobian', () => {
     }
   });
 
+  test('where the reverse rows meet 0 × ∞ too, forward mode\'s finite entries are kept: eager, compiled and rebuilt alike', () => {
+    // [x, log x] at x = [0, 2]: forward mode gives column 0 = [1, 0, ∞, 0], column 1 = [0, 1, NaN, 0.5];
+    // every reverse row but log x₀'s multiplies log's zero adjoint by 1/x₀ = ∞.
+    const f = (x) => G.concat([x, G.log(x)]);
+    const want = [[1, 0], [0, 1], [Infinity, 0], [0, 0.5]];
+    const c = G.compile(f);
+    assert.deepStrictEqual(G.jacobian(f)([0, 2]), want, 'eager');
+    assert.deepStrictEqual(c.jacobian([0, 2]), want, 'compiled');
+    assert.deepStrictEqual(G.compileFromJSON(c.toJSON()).jacobian([0, 2]), want, 'rebuilt');
+    // sqrt at [0, 1]: ∂√x₁/∂x₀ is 0·∞ forward and 0/(2·1) reverse; ∂√x₀/∂x₀ is ∞ either way.
+    assert.deepStrictEqual(G.jacobian(G.sqrt)([0, 1]), [[Infinity, 0], [0, 0.5]], 'sqrt, eager');
+    assert.deepStrictEqual(G.compile(G.sqrt).jacobian([0, 1]), [[Infinity, 0], [0, 0.5]], 'sqrt, compiled');
+    // A map and a matrix output: the column of a₀ keeps its finite entries.
+    const g = (p) => G.concat([G.reshape(G.concat([p.a, p.b]), [1, 3]), G.reshape(G.concat([G.log(p.a), G.mul(p.b, p.b)]), [1, 3])], { axis: 0 });
+    const wantG = [[1, 0, 0], [0, 1, 0], [0, 0, 1], [Infinity, 0, 0], [0, 1, 0], [0, 0, 6]];
+    assert.deepStrictEqual(G.compile(g).jacobian({ a: [0, 1], b: 3 }), wantG, 'map, compiled');
+  });
+
   test('jvp equals jacobian·v (tall and wide, eager and compiled)', () => {
     for (const [name, g, z] of [['tall', tall, xt], ['wide', wide, xw]]) {
       const v = makeRng(name.length).vector(z.length);
@@ -1344,9 +1362,11 @@ describe('5b2. Sparse Jacobians: columns no row shares take one direction (src/c
       }
     });
   }
-  test('an infinite tangent in a shared direction gives way to the reverse rows', () => {
+  test('an infinite tangent in a shared direction gives way to the reverse rows where it is not finite', () => {
     // √x at x = 0 has an infinite derivative; colored with a column whose
-    // rows multiply it by a constant zero, 0·∞ would be NaN there.
+    // rows multiply it by a constant zero, 0·∞ would be NaN there. A reverse
+    // row multiplies that zero by ∞ too, where forward mode's entry off the
+    // band is an exact 0 (output i does not depend on x₃), which stands.
     const x = u.map((v) => Math.abs(v) + 0.5);
     x[3] = 0;
     const f = (p) => G.matmul(band, G.sqrt(p));
@@ -1354,8 +1374,12 @@ describe('5b2. Sparse Jacobians: columns no row shares take one direction (src/c
     sameBits(G.jacobian(f)(x), J, 'eager');
     for (const i of [2, 3, 4, 9]) {
       const g = G.valueAndGrad((p) => G.sum(G.slice(f(p), [i], [1])))(x).gradient;
-      g.forEach((v, j) => assert.ok(Object.is(v, J[i][j]) || Math.abs(v - J[i][j]) <= 1e-12 * (1 + Math.abs(v)), `row ${i}, column ${j}: ${J[i][j]} against the reverse row's ${v}`));
+      g.forEach((v, j) => {
+        if (Number.isNaN(v)) assert.ok(band[i][j] === 0 && Object.is(J[i][j], 0), `row ${i}, column ${j}: ${J[i][j]}, off the band, where the reverse row meets 0·∞`);
+        else assert.ok(Object.is(v, J[i][j]) || Math.abs(v - J[i][j]) <= 1e-12 * (1 + Math.abs(v)), `row ${i}, column ${j}: ${J[i][j]} against the reverse row's ${v}`);
+      });
     }
+    assert.ok(Number.isNaN(G.valueAndGrad((p) => G.sum(G.slice(f(p), [9], [1])))(x).gradient[3]), "row 9's reverse sweep meets 0·∞ at x₃");
     assert.ok(!Number.isFinite(J[3][3]) && Number.isFinite(J[3][4]), 'the infinite entry, and a finite one beside it');
   });
 });

@@ -91,7 +91,8 @@ pub fn check_result(what: &str, rows: usize, cols: usize) -> Result<()> {
 /// Returns whether every entry is finite. Where one is not, forward mode
 /// may disagree with the reverse sweeps SPEC §6 defines the Jacobian by
 /// (a tangent of 0 times an infinite partial is NaN, where a reverse sweep
-/// never multiplies that term), so the caller takes the rows by reverse.
+/// need not multiply that term), so the caller takes such entries from the
+/// reverse rows.
 pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<&mut Option<Lanes>>) -> Result<bool> {
     forward_jacobian(p, flat, out, lanes)?;
     Ok(out.iter().fold(true, |finite, x| finite & x.is_finite()))

@@ -103,7 +103,8 @@ pub fn plan_units(
 
 /// A tangent plan's forward Jacobian (`batch::columns`): parameters then
 /// inputs flat in `flat`, the Jacobian into the caller's fresh `out`;
-/// whether every entry is finite (else JavaScript takes reverse rows).
+/// whether every entry is finite (else JavaScript takes those that are not
+/// from the reverse rows).
 #[napi(catch_unwind)]
 pub fn plan_columns(pool: &External<PoolCell>, flat: &[f64], mut out: Float64ArraySlice) -> Result<bool> {
     // SAFETY: a fresh buffer of the caller's, distinct from `flat`.

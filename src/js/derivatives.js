@@ -7,7 +7,7 @@ import { N } from './binding.js';
 import { build, hold, onReplicas, revive } from './budget.js';
 import { scalarRootError } from './drivers.js';
 import { inForms, plainArray, readOnce, setOwn, sizeOf, symmetric, toNested } from './forms.js';
-import { checkHessianSize, checkJacobianSize, prefixed, readTangent } from './higher.js';
+import { checkHessianSize, checkJacobianSize, finiteFirst, prefixed, readTangent } from './higher.js';
 
 /** A scalar output's value, read at once. */
 const scalarOut = new Float64Array(1);
@@ -241,16 +241,18 @@ export function attachDerivatives(c, resolve, eager) {
     const out = base.reused('jacobian', m * q);
     try {
       // Forward mode where it takes no more passes (one per parameter value against one per
-      // output), since each runs forward only; reverse rows where an entry is not finite
-      // (`api::plan_jacobian` says why), as the eager jacobian does.
+      // output), since each runs forward only; an entry that is not finite is taken from the
+      // reverse rows (`api::plan_jacobian` says why), as the eager jacobian does.
       // (The point is read first: a getter of its values may make plans, and the budget release this one's replicas.)
       const tp = q <= m ? tangentOf(base) : null;
       const at = tp === null ? null : tp.point(x, inputs);
-      const forward = tp !== null && tp.replicas((pool) => N.planColumns(pool, at, out));
-      if (!forward) {
+      const finite = tp !== null && tp.replicas((pool) => N.planColumns(pool, at, out));
+      if (!finite) {
         const point = new Float64Array(q);
         base.packPoint(x, point, 0);
-        rowsOf(base).units(point, base.packInputs(inputs), 'jacobian', out);
+        const rows = tp === null ? out : new Float64Array(m * q);
+        rowsOf(base).units(point, base.packInputs(inputs), 'jacobian', rows);
+        if (rows !== out) finiteFirst(out, rows);
       }
     } catch (e) {
       // A failure on values, with the message a single call gives.

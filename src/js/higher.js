@@ -207,6 +207,13 @@ export function jacobian(f) {
       const n = leaf.data.length;
       checkJacobianSize(m, n);
       if (y._tape !== t) return Array.from({ length: m }, () => new Array(n).fill(0));
+      const reverseRow = (i) => {
+        const seed = new Float64Array(m);
+        seed[i] = 1;
+        sweep(t, y._id, seed);
+        const row = nodeAdjoint(t, leaf._id, leaf.shape);
+        return row ? plainArray(row, 0, n) : new Array(n).fill(0);
+      };
       if (n <= m && t.externals === null) {
         let columns;
         try {
@@ -215,23 +222,30 @@ export function jacobian(f) {
           throw prefixed('jacobian', e);
         }
         // An entry that is not finite may be forward mode's alone (0 times an
-        // infinite partial), so the rows are taken by reverse sweeps then.
-        if (columns.every((row) => row.every(Number.isFinite))) return columns;
+        // infinite partial): each is taken from its row's reverse sweep.
+        for (let i = 0; i < m; i++) {
+          if (!columns[i].every(Number.isFinite)) columns[i] = finiteFirst(columns[i], reverseRow(i));
+        }
+        return columns;
       }
-      const rows = [];
-      for (let i = 0; i < m; i++) {
-        const seed = new Float64Array(m);
-        seed[i] = 1;
-        sweep(t, y._id, seed);
-        const row = nodeAdjoint(t, leaf._id, leaf.shape);
-        rows.push(row ? plainArray(row, 0, n) : new Array(n).fill(0));
-      }
-      return rows;
+      return Array.from({ length: m }, (_, i) => reverseRow(i));
     } finally {
       setCurrent(prev);
       retire(t);
     }
   };
+}
+
+/**
+ * A Jacobian's entries by forward mode where they are finite, else by
+ * reverse (`jacobian` says why) unless that is NaN, in `forward`, which is
+ * returned.
+ */
+export function finiteFirst(forward, reverse) {
+  for (let k = 0; k < forward.length; k++) {
+    if (!Number.isFinite(forward[k]) && !Number.isNaN(reverse[k])) forward[k] = reverse[k];
+  }
+  return forward;
 }
 
 /**
