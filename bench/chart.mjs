@@ -56,7 +56,7 @@ export const SECTIONS = [
 /** The bars of a group, top to bottom: [system key, legend label, CSS class]. */
 export const SYSTEMS = [
   ['ours', 'this package (native)', 'ours'],
-  ['jax', 'JAX jit, CPU, float64 (published)', 'jax'],
+  ['jax', 'JAX jit, CPU, float64 (same VM, same minutes)', 'jax'],
   ['js', 'JavaScript version (published)', 'js'],
 ];
 
@@ -227,8 +227,8 @@ export function drawChart(results, published) {
   caption.push(`${where(m)}${second}.`);
   const p = published.sections;
   const dates = [...new Set(Object.values(p).flatMap((x) => [x.jax.date]))].join(', ');
-  caption.push(`JAX 0.10 jit on CPU in float64, synchronous dispatch (${dates}), and the JavaScript version (its fastest published run),`);
-  caption.push('as published for the same workloads on the same kind of 2-core VM on other runs: this VM swings up to 2× between days.');
+  caption.push(`JAX 0.10 jit on CPU in float64, synchronous dispatch: the faster of two runs on the same VM, before and after ours (${dates}).`);
+  caption.push('The JavaScript version: its fastest published run on the same kind of 2-core VM, which swings up to 2× between days.');
   caption.push('Second order, JavaScript version: finite differences of its gradient (Jacobians: forward differences of its value).');
   for (const line of caption) {
     foot.push(`<text class="muted caption" x="20" y="${y}">${escape(line)}</text>`);
@@ -285,7 +285,8 @@ export function speedTable(results, published) {
   const times = (lo, hi, me) => {
     const r = (x) => x / me;
     const f = (x) => x.toFixed(x >= 10 ? 0 : x >= 1 ? 1 : 2);
-    return lo === hi ? `${f(r(lo))}×` : `${f(r(lo))}–${f(r(hi))}×`;
+    const [a, b] = [f(r(lo)), f(r(hi))];
+    return a === b ? `${a}×` : `${a}–${b}×`;
   };
   const lines = [
     '| workload | this package | WebAssembly | JAX `jit` | JavaScript version |',

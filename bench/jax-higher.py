@@ -1,7 +1,10 @@
 """JAX jit on the six workloads of bench/higher.mjs, timed the same way (bench/measure.mjs).
 
     node bench/jax-data.mjs /tmp/jax-data.json
-    python3 bench/jax-higher.py /tmp/jax-data.json [--only gp50,mlp]
+    python3 bench/jax-higher.py /tmp/jax-data.json [--only gp50,mlp] [--grad]
+
+--grad times jit(value_and_grad) of gp50, gp200, regression and mlp instead: the
+first-order rows of bench/run.mjs, on the same models and data.
 
 Objectives follow bench/models.mjs and bench/higher-models.mjs formula for formula;
 errors are against the plain-JS exact references written by jax-data.mjs.
@@ -35,7 +38,7 @@ def gp(d):
         logdet = 2 * jnp.sum(jnp.log(jnp.diag(L)))
         return -0.5 * y @ cho_solve((L, True), y) - 0.5 * logdet
 
-    return jax.jit(jax.hessian(f)), (arr(d['params']),), d['exact']
+    return f, jax.jit(jax.hessian(f)), (arr(d['params']),), d['exact']
 
 
 def regression(d):
@@ -46,12 +49,12 @@ def regression(d):
         z = (y - (X @ q[1:-1] + q[0])) / jnp.exp(q[-1])
         return -0.5 * jnp.sum(z**2) - n * q[-1]
 
-    return jax.jit(jax.hessian(f)), (arr(d['params']),), d['exact']
+    return f, jax.jit(jax.hessian(f)), (arr(d['params']),), d['exact']
 
 
 def rd(d):
     DL, k = arr(d['DL']), d['k']
-    return jax.jit(jax.jacfwd(lambda u: DL @ u + k * u**2 * (1 - u))), (arr(d['u']),), d['exact']
+    return None, jax.jit(jax.jacfwd(lambda u: DL @ u + k * u**2 * (1 - u))), (arr(d['u']),), d['exact']
 
 
 def mlp(d):
@@ -64,7 +67,7 @@ def mlp(d):
     def hvp(p, v):  # forward-over-reverse
         return jax.jvp(jax.grad(loss), (p,), (v,))[1]
 
-    return jax.jit(hvp), (tree(d['params']), tree(d['direction'])), d['exact']
+    return loss, jax.jit(hvp), (tree(d['params']), tree(d['direction'])), d['exact']
 
 
 WORKLOADS = {'gp50': gp, 'gp200': gp, 'regression': regression, 'rd30': rd, 'rd100': rd, 'mlp': mlp}
@@ -109,22 +112,26 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('data', help='JSON written by node bench/jax-data.mjs')
     ap.add_argument('--only', help='comma-separated workloads')
+    ap.add_argument('--grad', action='store_true', help='time jit(value_and_grad) of the scalar objectives')
     a = ap.parse_args()
     data = json.load(open(a.data))
-    names = a.only.split(',') if a.only else list(WORKLOADS)
+    names = a.only.split(',') if a.only else [n for n in WORKLOADS if not (a.grad and n.startswith('rd'))]
 
-    print(f'bench/jax-higher.py, jax {jax.__version__} on {jax.devices()[0].platform}, median µs per call (15 batches)\n')
+    what = 'jit(value_and_grad)' if a.grad else 'jit(hessian), jacfwd, a jit hvp'
+    print(f'bench/jax-higher.py, {what}, jax {jax.__version__} on {jax.devices()[0].platform}, median µs per call (15 batches)\n')
     print(f'{"workload":<12} | {"median µs":>10} | {"first call ms":>13} | {"error vs exact":>14}')
     print(f'{"-" * 12}-|-{"-" * 10}:|-{"-" * 13}:|-{"-" * 14}:')
     for name in names:
-        fn, args, exact = WORKLOADS[name](data[name])
+        objective, fn, args, exact = WORKLOADS[name](data[name])
+        if a.grad:  # no exact gradient in the data: the error column is left empty
+            fn, args = jax.jit(jax.value_and_grad(objective)), args[:1]
         call = lambda: jax.block_until_ready(fn(*args))
         t0 = time.perf_counter()
         result = call()
         first = (time.perf_counter() - t0) * 1e3
-        err = rel_err(result, exact)
+        err = '—' if a.grad else f'{rel_err(result, exact):.1e}'
         us = measure(call)
-        print(f'{name:<12} | {us:>10.1f} | {first:>13.1f} | {err:>14.1e}', flush=True)
+        print(f'{name:<12} | {us:>10.1f} | {first:>13.1f} | {err:>14}', flush=True)
 
 
 if __name__ == '__main__':
