@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { join, resolve } from 'node:path';
 import * as esbuild from 'esbuild';
 import { consumerProject, serve, launchChromium, pageReport, root, browserEntry } from './helpers.mjs';
-import { checkGP, checkGPAgainst, checkPlans, checkTensor, checkCholesky } from './expect.mjs';
+import { checkGP, checkGPAgainst, checkPlans, checkTensor, checkCholesky, checkHigher, checkHigherAgainst } from './expect.mjs';
 import { runChecks } from './fixtures/checks.mjs';
 
 const OPTIONS = { bundle: true, platform: 'browser', format: 'esm' };
@@ -75,6 +75,14 @@ test('the GP example: value and gradient agree with central differences', () => 
 
 test('the GP example gives the numbers Node gives, to 1e-10', () => {
   checkGPAgainst(report, runChecks());
+});
+
+test('forward mode and second order: eager, compiled and rebuilt alike, against central differences', () => {
+  checkHigher(report);
+});
+
+test('the GP Hessian Node gives, to 1e-10', () => {
+  checkHigherAgainst(report, runChecks());
 });
 
 test('compile, toJSON and compileFromJSON are bit-identical to valueAndGrad', () => {

@@ -16,7 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { consumerProject, root } from './helpers.mjs';
-import { checkGP, checkGPAgainst, checkPlans, checkTensor, checkCholesky } from './expect.mjs';
+import { checkGP, checkGPAgainst, checkPlans, checkTensor, checkCholesky, checkHigher, checkHigherAgainst } from './expect.mjs';
 import { runChecks } from './fixtures/checks.mjs';
 
 const modules = join(root, 'node_modules');
@@ -92,6 +92,8 @@ for (const runtime of Object.keys(RUNTIMES)) {
         await t.test('compile, toJSON and compileFromJSON bit for bit', () => checkPlans(report));
         await t.test('tensor parameters', () => checkTensor(report));
         await t.test('cholesky error', () => checkCholesky(report));
+        await t.test('forward mode and second order', () => checkHigher(report));
+        await t.test('the GP Hessian as in Node, to 1e-10', () => checkHigherAgainst(report, reference));
       });
     });
   }

@@ -79,3 +79,45 @@ export function checkCholesky(report) {
   assert.match(bad.message, NOT_SPD);
   assert.ok(Number.isFinite(after), 'the plan still works after a failed replay');
 }
+
+/**
+ * Forward mode and second order: eager, compiled and rebuilt agree bit for
+ * bit, the value and gradient are valueAndGrad's, the Hessian is symmetric
+ * and matches central differences of the gradient, H·v and the derivative
+ * along v follow from it, and the tall Jacobian is [I; diag(exp x)].
+ */
+export function checkHigher(report) {
+  const { keys, v, vg, hessian, columns, hvp, jvp, jacobian } = report.higher;
+  assert.deepStrictEqual(hessian.compiled, hessian.eager, 'compiled Hessian vs eager, bit for bit');
+  assert.deepStrictEqual(hessian.rebuilt, hessian.eager, 'rebuilt Hessian vs eager, bit for bit');
+  assert.ok(Object.is(hessian.eager.value, vg.value), 'the value is valueAndGrad\'s');
+  assert.deepStrictEqual(hessian.eager.gradient, vg.gradient, 'the gradient is valueAndGrad\'s');
+  const H = hessian.eager.hessian;
+  assert.equal(H.length, 2);
+  assert.ok(Object.is(H[0][1], H[1][0]), `symmetric: ${H[0][1]} and ${H[1][0]}`);
+  // Column j is ∂g/∂xⱼ: central differences of the gradient, to their own error.
+  keys.forEach((_, j) => keys.forEach((_, i) => {
+    assert.ok(Math.abs(H[i][j] - columns[j][i]) <= 1e-6 * Math.max(1, Math.abs(H[i][j])), `H[${i}][${j}] = ${H[i][j]}, central ${columns[j][i]}`);
+  }));
+  assert.deepStrictEqual(hvp.compiled, hvp.eager, 'compiled hvp vs eager, bit for bit');
+  assert.deepStrictEqual(hvp.rebuilt, hvp.eager, 'rebuilt hvp vs eager, bit for bit');
+  const vs = keys.map((k) => v[k]);
+  keys.forEach((k, i) => {
+    const want = H[i][0] * vs[0] + H[i][1] * vs[1];
+    assert.ok(rel(hvp.eager.hvp[k], want) < 1e-12, `(H·v)_${k} = ${hvp.eager.hvp[k]}, H·v gives ${want}`);
+  });
+  assert.deepStrictEqual(jvp.compiled, jvp.eager, 'compiled jvp vs eager, bit for bit');
+  const along = vg.gradient.l * v.l + vg.gradient.v * v.v;
+  assert.ok(rel(jvp.eager.tangent, along) < 1e-12, `the derivative along v: ${jvp.eager.tangent}, ∇f·v ${along}`);
+  assert.ok(Object.is(jvp.eager.value, vg.value), 'jvp\'s value is the value');
+  const want = [...jacobian.x.map((_, i) => jacobian.x.map((_, j) => (i === j ? 1 : 0))), ...jacobian.x.map((xi, i) => jacobian.x.map((_, j) => (i === j ? Math.exp(xi) : 0)))];
+  assert.deepStrictEqual(jacobian.compiled, jacobian.eager, 'compiled Jacobian vs eager, bit for bit');
+  jacobian.eager.forEach((row, i) => row.forEach((e, j) => assert.ok(rel(e, want[i][j]) < 1e-15, `J[${i}][${j}] = ${e}, want ${want[i][j]}`)));
+}
+
+/** The same Hessian as another build (Node's own), to 1e-10. */
+export function checkHigherAgainst(report, reference) {
+  const [H, R] = [report.higher.hessian.eager.hessian, reference.higher.hessian.eager.hessian];
+  H.forEach((row, i) => row.forEach((e, j) => assert.ok(rel(e, R[i][j]) < 1e-10, `H[${i}][${j}] = ${e} vs ${R[i][j]}`)));
+}
+

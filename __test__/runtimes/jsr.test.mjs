@@ -23,7 +23,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as G from '../../index.js';
 import { fixtures, root } from './helpers.mjs';
-import { checkGP, checkGPAgainst, checkPlans, checkTensor, checkCholesky } from './expect.mjs';
+import { checkGP, checkGPAgainst, checkPlans, checkTensor, checkCholesky, checkHigher, checkHigherAgainst } from './expect.mjs';
 import { runChecks } from './fixtures/checks.mjs';
 
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -210,5 +210,7 @@ describe('a Deno project that imports the published files as JSR users do', () =
     await t.test('compile, toJSON and compileFromJSON bit for bit', () => checkPlans(report));
     await t.test('tensor parameters', () => checkTensor(report));
     await t.test('cholesky error', () => checkCholesky(report));
+    await t.test('forward mode and second order', () => checkHigher(report));
+    await t.test('the GP Hessian as in Node, to 1e-10', () => checkHigherAgainst(report, reference));
   });
 });

@@ -8,7 +8,7 @@ import { readFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, normalize } from 'node:path';
 import { build } from 'vite';
 import { consumerProject, serve, launchChromium, pageReport } from './helpers.mjs';
-import { checkGP, checkPlans, checkCholesky } from './expect.mjs';
+import { checkGP, checkPlans, checkCholesky, checkHigher } from './expect.mjs';
 
 let project;
 let outDir;
@@ -53,8 +53,9 @@ test('the built app computes a correct gradient', () => {
   report.gradient.forEach((g, i) => assert.ok(close(g, 2 * Math.exp(2 * x[i])), `gradient[${i}] = ${g}`));
 });
 
-test('the built app passes the GP, plan and cholesky checks', () => {
+test('the built app passes the GP, plan, cholesky and second-order checks', () => {
   checkGP(report);
   checkPlans(report);
   checkCholesky(report);
+  checkHigher(report);
 });
