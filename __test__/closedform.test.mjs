@@ -9,6 +9,10 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import * as G from '../index.js';
 import {
   makeRng, relErr, checkGrad, randomSPD, invJS, matmulJS, transposeJS, logdetSPDJS, flat,
@@ -216,5 +220,37 @@ describe("the seed's motivating example: GP log marginal likelihood vs finite di
     const gs = traceWith(D2.map((r, i) => r.map((_, j) => (i === j ? 2 * 0.3 : 0))));
     const err = relErr(gradient, [gl, gv, gs]);
     assert.ok(err <= 5e-10, `relErr ${err}: ${flat(gradient)} vs ${[gl, gv, gs]}`);
+  });
+});
+
+describe("README.md's Example, run as written", () => {
+  // The code block under "## Example", with its import pointed at this
+  // checkout, run as a module; its normal model's gradient and standard
+  // errors have closed forms: ∂/∂μ = Σ(yᵢ − μ)/σ², ∂/∂log σ = Σ(yᵢ − μ)²/σ² − n,
+  // and at the maximum the standard errors σ̂/√n and 1/√(2n).
+  test('the gradient and the standard errors it gives', async () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const block = /## Example\n[\s\S]*?```js\n([\s\S]*?)```/.exec(readme)[1];
+    const code = block.replace("'@tangent.to/grad'", JSON.stringify(new URL('../index.js', import.meta.url).href))
+      .replace(/^toNested\(/m, 'export const standardErrors = toNested(');
+    const dir = mkdtempSync(join(tmpdir(), 'readme-'));
+    try {
+      const file = join(dir, 'example.mjs');
+      writeFileSync(file, `${code}\nexport { f, data, mle };\n`);
+      const { f, data, mle, standardErrors } = await import(pathToFileURL(file).href);
+      const y = data.y;
+      const n = y.length;
+      const { value, gradient } = f({ mu: 2, logSigma: 0 }, data);
+      const r = y.map((v) => v - 2);
+      assert.ok(Math.abs(value - -0.5 * r.reduce((a, v) => a + v * v, 0)) <= 1e-14);
+      assert.ok(Math.abs(gradient.mu - r.reduce((a, v) => a + v, 0)) <= 1e-14);
+      assert.ok(Math.abs(gradient.logSigma - (r.reduce((a, v) => a + v * v, 0) - n)) <= 1e-14);
+      const mean = y.reduce((a, v) => a + v, 0) / n;
+      const variance = y.reduce((a, v) => a + (v - mean) ** 2, 0) / n;
+      assert.ok(Math.abs(mle.mu - mean) <= 1e-15 && Math.abs(Math.exp(2 * mle.logSigma) - variance) <= 1e-15, 'the example\'s maximum');
+      assert.ok(relErr(standardErrors, [Math.sqrt(variance / n), 1 / Math.sqrt(2 * n)]) <= 1e-12, `standard errors ${standardErrors}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

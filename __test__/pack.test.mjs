@@ -193,9 +193,13 @@ const BUILD_OUTPUT = /^(binding\.(cjs|d\.ts)|grad\.[^/]+\.node|src\/js\/grad\.wa
 // raised on 2026-12-07 from 8,450,000 for faer's Cholesky on a column-major
 // view (the triangle's transposed copy and its mirror, on several threads
 // when large: the addon +7 KB, unpacked to 8,451,865), which made a compiled
-// gp200 gradient ~25% faster.
+// gp200 gradient ~25% faster. The unpacked budget raised again on
+// 2026-12-07 from 8,475,000 for what two held-out reviews asked of the
+// documents: the README's table from JAX, its example with its data as
+// inputs and its note on branches, and typings that tie a tangent to its
+// parameters (README +2.5 KB, index.d.ts +1.5 KB, unpacked to 8,471,968).
 const PACKED_BUDGET = 2_475_000;
-const UNPACKED_BUDGET = 8_475_000;
+const UNPACKED_BUDGET = 8_500_000;
 
 test('the tarball holds only what the package means to ship, within its size budget', () => {
   const unexpected = packedFiles.filter((f) => !SHIPPED.some((re) => re.test(f)));
