@@ -50,8 +50,8 @@ test('hmc.mjs: acceptance rate in (0.3, 1) and a sensible posterior', () => {
   const out = runExample('hmc.mjs');
   const rate = numberAfter(out, 'acceptance rate:');
   assert.ok(rate > 0.3 && rate < 1, `acceptance rate ${rate}`);
-  const sigma = numberAfter(out, 'sigma');
-  assert.ok(sigma > 0.55 && sigma < 0.85, `posterior mean of sigma ${sigma} (simulated with 0.7)`);
+  const sigma = Math.exp(numberAfter(out, 'log sigma'));
+  assert.ok(sigma > 0.55 && sigma < 0.85, `exp of the posterior mean of log sigma ${sigma} (simulated with 0.7)`);
   const intercept = numberAfter(out, 'intercept');
   assert.ok(Math.abs(intercept - 1) < 0.2, `posterior mean of the intercept ${intercept} (simulated with 1)`);
 });

@@ -61,7 +61,7 @@ function run(evaluate) {
   let ms = 0;
   for (let sweep = 0; sweep < warmup + sweeps; sweep++) {
     for (const [from, other] of [[0, half], [half, 0]]) {
-      // Propose: Y = X_j + z (X_k - X_j), k from the other half, z ~ g(z) ∝ 1/√z on [1/a, a].
+      // Propose: Y = X_k + z (X_j - X_k), k from the other half, z ~ g(z) ∝ 1/√z on [1/a, a].
       for (let i = 0; i < half; i++) {
         const j = from + i;
         const k = other + Math.floor(rand() * half);
@@ -102,7 +102,7 @@ console.log(`intercept      ${mean[0].toFixed(4).padStart(14)}   1`);
 for (const j of [0, 1, 2, p - 1]) {
   console.log(`beta[${j}]`.padEnd(15) + `${mean[1 + j].toFixed(4).padStart(14)}   ${(0.5 + 0.1 * j).toFixed(1)}`);
 }
-console.log(`sigma          ${Math.exp(mean[p + 1]).toFixed(4).padStart(14)}   0.7`);
+console.log(`log sigma      ${mean[p + 1].toFixed(4).padStart(14)}   ${Math.log(0.7).toFixed(4)} (sigma 0.7)`);
 console.log(`\nacceptance rate: ${viaBatch.acceptance.toFixed(3)}`);
 console.log(`same draws both ways: ${same ? 'yes' : 'NO'}`);
 for (const [name, r] of Object.entries(results)) {

@@ -1,8 +1,9 @@
 // Hamiltonian Monte Carlo on the benchmark's Bayesian linear regression
 // (bench/models.mjs: n = 340 observations, 13 covariates). The potential
 // energy, minus the log posterior, is compiled once; every leapfrog step is one
-// native replay. The 15 parameters travel as one tensor { data, shape: [15] }:
-// read in place, its gradient returned as a fresh Float64Array.
+// native replay. The 15 parameters travel as one tensor { data, shape: [15] },
+// its gradient returned as a fresh Float64Array (so few values are copied into
+// the plan's buffer; a tensor of more than 1 024 would be read in place).
 //
 //   node examples/hmc.mjs            1 000 warm-up + 2 000 draws
 //   node examples/hmc.mjs --small    200 warm-up + 300 draws (also EXAMPLE_SIZE=small)
@@ -83,5 +84,5 @@ console.log(`intercept      ${mean[0].toFixed(4).padStart(14)}   1`);
 for (const j of [0, 1, 2, p - 1]) {
   console.log(`beta[${j}]`.padEnd(15) + `${mean[1 + j].toFixed(4).padStart(14)}   ${(0.5 + 0.1 * j).toFixed(1)}`);
 }
-console.log(`sigma          ${Math.exp(mean[p + 1]).toFixed(4).padStart(14)}   0.7`);
+console.log(`log sigma      ${mean[p + 1].toFixed(4).padStart(14)}   ${Math.log(0.7).toFixed(4)} (sigma 0.7)`);
 console.log(`\nacceptance rate: ${(accepted / draws).toFixed(3)}`);

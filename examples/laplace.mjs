@@ -19,7 +19,7 @@
 //   node examples/laplace.mjs            n = 60 labelled points
 //   node examples/laplace.mjs --small    n = 40 (also EXAMPLE_SIZE=small)
 
-import { add, compile, dot, exp, log, mul, solvePSD, sub, sum } from '../index.js';
+import { add, compile, dot, exp, log, maximum, mul, neg, solvePSD, sub, sum } from '../index.js';
 
 const small = process.argv.includes('--small') || process.env.EXAMPLE_SIZE === 'small';
 const n = small ? 40 : 60;
@@ -42,8 +42,11 @@ const kernel = (l, v = 4) => xs.map((a, i) => xs.map((b, j) => v * Math.exp(-((a
 
 // ---------------------------------------------------------------- the objective
 
+/** log(1 + e^f), stably: max(f, 0) + log(1 + e^−|f|), finite where e^f overflows. */
+const softplus = (f) => add(maximum(f, 0), log(add(1, exp(neg(maximum(f, neg(f)))))));
+
 /** Ψ(f) for labels y and prior covariance K (an input: no gradient is taken with respect to it). */
-const psi = (f, { K }) => sub(sub(dot(y, f), sum(log(add(1, exp(f))))), mul(0.5, dot(f, solvePSD(K, f))));
+const psi = (f, { K }) => sub(sub(dot(y, f), sum(softplus(f))), mul(0.5, dot(f, solvePSD(K, f))));
 const Psi = compile(psi);
 
 // ---------------------------------------------------------------- plain-JS linear algebra

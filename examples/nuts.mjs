@@ -1,5 +1,6 @@
 // The No-U-Turn Sampler (Hoffman & Gelman 2014: the efficient NUTS of their
-// Algorithm 3, with the dual-averaging step size of Algorithm 6) on the
+// Algorithm 3, with the dual-averaging step size of Algorithm 6, whose
+// acceptance statistic is averaged over every doubling, as Stan does) on the
 // eight schools, non-centred: ten scalar parameters and about a hundred
 // scalar ops, the kind of potential a sampler calls thousands of times.
 // The log density is written as a user writes it, with scalar ops on a
@@ -25,7 +26,7 @@ const SIGMA = [15, 10, 16, 11, 9, 11, 10, 18];
 const KEYS = ['mu', 'logTau', ...Y.map((_, j) => `eta${j}`)];
 const dim = KEYS.length;
 
-/** log p(mu, log tau, eta | y) up to a constant: mu ~ N(0, 5), tau ~ half-N(0, 5) on the log scale, eta ~ N(0, 1). */
+/** log p(mu, log tau, eta | y) up to a constant: mu ~ N(0, 5), tau ~ half-N(0, 5) sampled as log tau (its Jacobian included), eta ~ N(0, 1). */
 function logDensity(p) {
   const tau = exp(p.logTau);
   let lp = add(mul(-0.5, square(div(p.mu, 5))), sub(p.logTau, mul(0.5, square(div(tau, 5)))));

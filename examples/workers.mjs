@@ -4,9 +4,10 @@
 // never see the objective's source, only the plan; their results are
 // bit-identical to the main thread's.
 //
-//   node examples/workers.mjs            GP with 100 points, 24×24 grid, 4 workers
+//   node examples/workers.mjs            GP with 100 points, 24×24 grid, a worker per core (up to 4)
 //   node examples/workers.mjs --small    20 points, 6×6 grid, 2 workers (also EXAMPLE_SIZE=small)
 
+import { availableParallelism } from 'node:os';
 import { Worker, isMainThread, parentPort } from 'node:worker_threads';
 import {
   addDiag, compile, compileFromJSON, div, dot, exp, logdetPSD, mul, neg, solvePSD, square, sub,
@@ -21,9 +22,10 @@ if (!isMainThread) {
       plans.set(msg.name, compileFromJSON(msg.plan));
       return;
     }
-    // { type: 'task', id, name, points }: value and gradient at each point.
+    // { type: 'task', id, name, points }: value and gradient at each point, in one
+    // call on this worker's thread alone (the pool already has a worker per core).
     const f = plans.get(msg.name);
-    const results = msg.points.map((p) => f(p));
+    const results = f.batch(msg.points, undefined, { threads: 1 });
     parentPort.postMessage({ id: msg.id, results });
   });
 }
@@ -70,7 +72,7 @@ async function main() {
   const small = process.argv.includes('--small') || process.env.EXAMPLE_SIZE === 'small';
   const n = small ? 20 : 100;
   const side = small ? 6 : 24;
-  const poolSize = small ? 2 : 4;
+  const poolSize = small ? 2 : Math.min(4, availableParallelism());
 
   let seed = 5;
   const rand = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 4294967296;
