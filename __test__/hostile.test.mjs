@@ -7,6 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as G from '../index.js';
 import { N } from '../src/js/binding.js';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 const wasm = process.env.TANGENT_GRAD_WASM === '1';
 
@@ -163,6 +165,32 @@ test('plans released by the memory budget rebuild bit-identically', async () => 
   assert.ok(stats.released > released, 'the budget released no plan');
   assert.deepEqual(f0(p), first);
   assert.equal(JSON.stringify(f0.toJSON()), plan);
+});
+
+test("a dropped compiled function's large plans are freed once V8 collects it; those still held are not", async () => {
+  const { stats } = await import('../src/js/budget.js');
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc');
+  const n = 300;
+  const A = G.tensor(Float64Array.from({ length: n * n }, (_, k) => Math.cos((k % n) - Math.floor(k / n))), [n, n]);
+  // Several n×n values: its plan holds well over the 1 MB from which a collected owner's plan is freed at once.
+  const make = () => {
+    const c = G.compile((p) => G.logdetPSD(G.addDiag(G.mul(p, G.matmul(A, G.transpose(A))), 1)));
+    const first = c(0.5);
+    c.hessian(0.5);
+    return { c, first };
+  };
+  const kept = make();
+  const before = stats.releasedCollected;
+  for (let i = 0; i < 3; i++) make();
+  for (let turn = 0; turn < 20 && stats.releasedCollected < before + 6; turn++) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  // Each dropped function's plan and its Hessian's tangent plan.
+  assert.ok(stats.releasedCollected >= before + 6, `released ${stats.releasedCollected - before} of the 6 dropped plans`);
+  assert.deepEqual(kept.c(0.5), kept.first);
+  assert.deepEqual(kept.c.hessian(0.5), make().c.hessian(0.5));
 });
 
 // A batch in flight holds its own replicas: the budget freeing the plan and

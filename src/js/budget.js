@@ -17,6 +17,15 @@
 //   never the Replay that owns it: a dropped compiled function, its traced
 //   graph and the text it would rebuild from are garbage at once. (Holding
 //   the Replays kept ~30 000 traced graphs, over 200 MB, until released.)
+// - A plan of LARGE bytes or more is released when V8 collects its owner
+//   (its Replay or derived plan; a FinalizationRegistry, so once the event
+//   loop turns). Otherwise a dropped large plan stayed until 64 calls had
+//   passed and a new plan was made: a loop that compiled a GP at n = 1000,
+//   called it once and dropped it held 77 MB a plan up to the hard cap,
+//   gc() or not. Small plans are not registered: a registration costs a
+//   weak cell that V8 keeps until the loop turns (bench/churn.mjs: peak
+//   RSS +94 -> +146 MB, 6 iterations over 20 ms), and thousands collected
+//   at once would be one long pause of native frees.
 // - A released plan's napi external is kept as a spare, and the next plan
 //   built goes into it rather than into a new one (src/binding/mod.rs,
 //   plan_external): V8 runs a dead external's weak callback in a full
@@ -66,6 +75,8 @@ export function setHardCap(bytes) {
 }
 const RECENT = 64;
 const PER_PLAN = 4096;
+/** A plan of this many bytes or more is released when its owner is collected. */
+const LARGE = 2 ** 20;
 /** Plans one new plan releases at most, once it has released its own bytes. */
 export const MOST_RELEASED = 16;
 /** Plans in use one new plan passes over at most before it stops releasing. */
@@ -76,10 +87,10 @@ const MOST_SPARES = 64;
 let tick = 0;
 let held = 0;
 /**
- * For tests: how many plans the budget has released, and the most that one
- * new plan released.
+ * For tests: how many plans the budget has released, the most that one
+ * new plan released, and how many large ones it released as their owners were collected.
  */
-export const stats = { released: 0, mostAtOnce: 0 };
+export const stats = { released: 0, mostAtOnce: 0, releasedCollected: 0 };
 
 /** The live plans' Helds, queued at the back and taken from the front. */
 let queue = [];
@@ -106,6 +117,15 @@ class Held {
     this.poolCalls = 0;
   }
 }
+
+/** The owners of large plans, whose plans are released when they are collected. */
+const owners = new FinalizationRegistry((h) => {
+  try {
+    if (h.plan !== null && release(h)) stats.releasedCollected++;
+  } catch {
+    // A trap in the release replaced the core, which forgot every plan; nothing is left to free.
+  }
+});
 
 /**
  * A new native plan: `make(into)`, where `into` is a released external
@@ -139,10 +159,14 @@ function keepSpare(spares, released) {
   if (spares.recycles && spares.list.length < MOST_SPARES) spares.list.push(released);
 }
 
-/** Put `plan`, just made, under the budget; its Held, releasing others past the budget. */
-export function hold(plan) {
+/**
+ * Put `plan`, just made for `owner`, under the budget; its Held, releasing
+ * others past the budget. The Held must not reach `owner`, or it would never be collected.
+ */
+export function hold(plan, owner) {
   const h = new Held(plan);
   enqueue(h);
+  if (h.bytes >= LARGE) owners.register(owner, h);
   return h;
 }
 
@@ -238,6 +262,8 @@ function releaseSome(keep) {
   const queued = queue.length - front;
   while (front < queue.length && held > BUDGET && (count < MOST_RELEASED || freed < keep.bytes)) {
     const h = takeFront();
+    // Released when its owner was collected.
+    if (h.plan === null) continue;
     // In use: called since it was queued, later than the calls that follow
     // a plan's making (which are not yet use).
     const inUse = h.used > h.queued + RECENT;

@@ -37,7 +37,7 @@ class DerivedPlan {
   constructor(base, make) {
     this.base = base;
     this.make = make;
-    this.held = hold(build((into) => make(base.native(), into)));
+    this.held = hold(build((into) => make(base.native(), into)), this);
   }
 
   native() {

@@ -103,7 +103,7 @@ export class Replay {
   /** `rebuild(into)` makes the same native plan again after the budget released it (src/js/budget.js, build). */
   constructor(plan, rebuild, map, keys, shapes, inputKeys, inputShapes, rootShape) {
     /** Its native plan, in the Held that the budget queues (src/js/budget.js): never this Replay. */
-    this.held = hold(plan);
+    this.held = hold(plan, this);
     this.rebuild = rebuild;
     this.map = map;
     this.keys = keys;
