@@ -397,4 +397,14 @@ test('tensor: an iterable is read no further than its shape, and a huge shape al
   quick(() => assert.throws(() => G.tensor(ones(), [2]), { message: 'data length over 2 does not match shape [2]' }));
   quick(() => assert.throws(() => G.tensor(new Set([1, 2, 3]), [16384, 16384]), { message: 'data length 3 does not match shape [16384×16384]' }));
   quick(() => assert.throws(() => G.tensor(ones(), [2 ** 29]), { message: 'tensor: shape [536870912] holds more than 268435456 values' }));
+  // Any data, not only an iterable: an array-like of length 2^29 was read whole (33 s, 12 GB).
+  quick(() => assert.throws(() => G.tensor({ length: 2 ** 29 }, [32768, 16384]), { message: 'tensor: shape [32768×16384] holds more than 268435456 values' }));
+  quick(() => assert.throws(() => G.tensor(new Array(2 ** 29), [2 ** 29]), { message: 'tensor: shape [536870912] holds more than 268435456 values' }));
+});
+
+test('zeros and eye refuse what no value can hold before allocating it', () => {
+  // zeros([32768, 16384]) made 4 GB that every op then refused.
+  quick(() => assert.throws(() => G.zeros([32768, 16384]), { message: 'zeros: shape [32768×16384] holds more than 268435456 values' }));
+  quick(() => assert.throws(() => G.eye(16385), { message: 'eye: shape [16385×16385] holds more than 268435456 values' }));
+  assert.deepEqual(G.zeros([2, 0]), { data: new Float64Array(0), shape: [2, 0] });
 });

@@ -65,9 +65,16 @@ function validShape(shape) {
   return Array.isArray(shape) && shape.length <= 2 && shape.every((d) => Number.isInteger(d) && d >= 0);
 }
 
+/** Refuse a shape no value can hold, before anything is read or allocated for it. */
+function checkCap(shape, where) {
+  if (sizeOf(shape) > MAX_VALUES) throw new Error(`${where}: shape ${fmtShape(shape)} holds more than ${MAX_VALUES} values`);
+}
+
 export function tensor(data, shape) {
-  // Checked before copying either: a sparse array of length 2^28 took 20 s.
+  // Checked before copying either: a sparse array of length 2^28 took 20 s,
+  // an array-like {length: 2^29} 33 s and 12 GB.
   if (!validShape(shape)) throw new Error('tensor: shape must be up to two non-negative integers');
+  checkCap(shape, 'tensor');
   const n = sizeOf(shape);
   if (!(data instanceof Float64Array) && data?.length === undefined && typeof data?.[Symbol.iterator] === 'function') {
     return { data: fromIterable(data, n, shape), shape: Array.from(shape) };
@@ -89,7 +96,6 @@ export function tensor(data, shape) {
  * allocates nothing).
  */
 function fromIterable(items, n, shape) {
-  if (n > MAX_VALUES) throw new Error(`tensor: shape ${fmtShape(shape)} holds more than ${MAX_VALUES} values`);
   const read = [];
   for (const v of items) {
     if (read.length === n) throw new Error(`data length over ${n} does not match shape ${fmtShape(shape)}`);
@@ -108,11 +114,13 @@ function checkedShape(shape, where) {
 
 export function zeros(shape) {
   const s = checkedShape(shape, 'zeros');
+  checkCap(s, 'zeros');
   return { data: new Float64Array(sizeOf(s)), shape: s };
 }
 
 export function eye(n) {
   if (!Number.isInteger(n) || n < 0) throw new Error(`eye: n must be a non-negative integer, got ${shownArgument(n)}`);
+  checkCap([n, n], 'eye');
   const data = new Float64Array(n * n);
   for (let i = 0; i < n; i++) data[i * n + i] = 1;
   return { data, shape: [n, n] };
