@@ -942,8 +942,9 @@ export interface PlanV1 {
  * The default is the machine's available parallelism, capped by the
  * environment variable `TANGENT_GRAD_THREADS`, read once, when the cap is
  * first needed (`1`: one thread). Evaluations running at once on the package's own
- * threads (`batch`, `async` calls) share the cap. Results do not depend on
- * the thread count, bit for bit.
+ * threads (`batch`, `async` calls) share the cap, and at most the cap's
+ * `async` and `batchAsync` calls run at once (the others wait their turn).
+ * Results do not depend on the thread count, bit for bit.
  * @param n A whole number; 0 for the machine's available parallelism; more
  *   than that is cut to it. Left out, nothing changes.
  * @returns The number now in effect: always 1 in the WebAssembly build,

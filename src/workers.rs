@@ -18,7 +18,9 @@
 //! measured 1.2–1.4× sequential calls, against 1.6–1.7× here), and a long
 //! evaluation there would hold up the file system, DNS and crypto work
 //! that share the pool. A job thread that has just finished spins for the
-//! next job before it sleeps, as a batch thread does.
+//! next job before it sleeps, as a batch thread does. At most the thread
+//! cap's jobs run at once (`TANGENT_GRAD_THREADS=1`: one), whatever the
+//! cores: the others wait their turn on a job thread (`Slots`).
 
 use crate::core::linalg::threads::as_worker;
 use std::collections::VecDeque;
@@ -187,11 +189,47 @@ pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
     }
 }
 
+/// How many of something run at once, at most a number read at each turn
+/// (the cap, which `setThreads` may change meanwhile).
+#[cfg(not(target_arch = "wasm32"))]
+struct Slots {
+    running: Mutex<usize>,
+    freed: Condvar,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl Slots {
+    const fn new() -> Self {
+        Slots { running: Mutex::new(0), freed: Condvar::new() }
+    }
+
+    /// `f` once fewer than `most()` others run. The wait is re-checked now
+    /// and then, so a cap raised while one waits is seen without a release.
+    fn run<R>(&self, most: impl Fn() -> usize, f: impl FnOnce() -> R) -> R {
+        let mut running = lock(&self.running);
+        while *running >= most().max(1) {
+            running = self.freed.wait_timeout(running, Duration::from_millis(5)).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        *running += 1;
+        drop(running);
+        struct Release<'a>(&'a Slots);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                *lock(&self.0.running) -= 1;
+                self.0.freed.notify_one();
+            }
+        }
+        let _release = Release(self);
+        f()
+    }
+}
+
 /// Async jobs (the module's comment says why they have threads of their
 /// own). Not under WebAssembly, where async calls run at the call.
 #[cfg(not(target_arch = "wasm32"))]
 mod jobs {
-    use super::{as_worker, lock, next};
+    use super::{as_worker, lock, next, Slots};
+    use crate::core::linalg::threads::threads;
     use std::collections::VecDeque;
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -234,11 +272,12 @@ mod jobs {
 
     /// A job thread's life. A job that panics (a bug) ends there, not the thread.
     fn run_jobs(jobs: &'static Jobs) {
+        static RUNNING: Slots = Slots::new();
         loop {
             // The caller, woken by the job just finished, likely waits for
             // this core: it settles that job's Promise and queues the next.
             let job = next(&jobs.queue, &jobs.queued, &jobs.asleep, std::thread::yield_now);
-            let _ = catch_unwind(AssertUnwindSafe(|| as_worker(job)));
+            let _ = catch_unwind(AssertUnwindSafe(|| RUNNING.run(threads, || as_worker(job))));
         }
     }
 }
@@ -314,6 +353,39 @@ mod tests {
             }
         });
         assert_eq!(total.load(Ordering::SeqCst), 4 * 100 * 1000);
+    }
+
+    #[test]
+    fn slots_run_at_most_their_number_at_once_and_see_it_change() {
+        let slots = Slots::new();
+        let most = AtomicUsize::new(1);
+        let (busy, peak, runs) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+        let work = || {
+            let now = busy.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_micros(300));
+            busy.fetch_sub(1, Ordering::SeqCst);
+            runs.fetch_add(1, Ordering::SeqCst);
+        };
+        let round = |threads: usize| {
+            peak.store(0, Ordering::SeqCst);
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|| (0..20).for_each(|_| slots.run(|| most.load(Ordering::SeqCst), work)));
+                }
+            });
+            peak.load(Ordering::SeqCst)
+        };
+        assert_eq!(round(4), 1, "one at a time under a cap of 1");
+        most.store(3, Ordering::SeqCst);
+        let at_three = round(6);
+        assert!((2..=3).contains(&at_three), "{at_three} at once under a cap of 3");
+        // A panic in a run gives its slot back.
+        most.store(1, Ordering::SeqCst);
+        let failed = catch_unwind(AssertUnwindSafe(|| slots.run(|| 1, || panic!("a failing job"))));
+        assert!(failed.is_err());
+        assert_eq!(*lock(&slots.running), 0);
+        assert_eq!(runs.load(Ordering::SeqCst), 4 * 20 + 6 * 20);
     }
 
     #[test]
