@@ -74,18 +74,16 @@ export function tensor(data, shape) {
   // Checked before copying either: a sparse array of length 2^28 took 20 s,
   // an array-like {length: 2^29} 33 s and 12 GB.
   if (!validShape(shape)) throw new Error('tensor: shape must be up to two non-negative integers');
-  checkCap(shape, 'tensor');
   const n = sizeOf(shape);
   if (!(data instanceof Float64Array) && data?.length === undefined && typeof data?.[Symbol.iterator] === 'function') {
+    checkCap(shape, 'tensor');
     return { data: fromIterable(data, n, shape), shape: Array.from(shape) };
   }
-  if (!(data instanceof Float64Array) && data?.length !== n) {
-    throw new Error(`data length ${data?.length} does not match shape ${fmtShape(shape)}`);
-  }
-  const d = data instanceof Float64Array ? data : Float64Array.from(data);
-  const s = Array.from(shape);
-  if (lengthOf(d) !== sizeOf(s)) throw new Error(`data length ${lengthOf(d)} does not match shape ${fmtShape(s)}`);
-  return { data: d, shape: s };
+  // SPEC's message first where the lengths differ, as the JavaScript version words it.
+  const length = data instanceof Float64Array ? lengthOf(data) : data?.length;
+  if (length !== n) throw new Error(`data length ${length} does not match shape ${fmtShape(shape)}`);
+  checkCap(shape, 'tensor');
+  return { data: data instanceof Float64Array ? data : Float64Array.from(data), shape: Array.from(shape) };
 }
 
 /**
