@@ -31,6 +31,13 @@ const NO_VALUES = new Float64Array(0);
  * costs about half a microsecond a call, copying 1 024 values about as much.
  */
 const COPIED_UP_TO = 1024;
+/**
+ * The same, for the core installed: every length where it copies the arguments anyway
+ * (WebAssembly, whose memory no typed array of JavaScript's is in). There a
+ * typed array by reference was copied three times, the bound buffer with
+ * it: a 20 000-value input made a compiled call 5× an eager one.
+ */
+const copiedUpTo = () => (N.copiesArguments ? Infinity : COPIED_UP_TO);
 
 /** Results of up to this many values go through a buffer kept from call to call (`Replay.reused`). */
 const REUSED_UP_TO = 1 << 14;
@@ -179,7 +186,7 @@ export class Replay {
       // A Proxy's length (n = -1) is left for the core to check.
       const n = typedLength(data);
       if (n >= 0 && n !== sizeOf(shape)) throw new Error(`data length ${n} does not match shape ${fmtShape(shape)}`);
-      if (n >= 0 && n <= COPIED_UP_TO) {
+      if (n >= 0 && n <= copiedUpTo()) {
         this.flat.set(data, this.offsets[i]);
         this.layout[i] = this.offsets[i];
         return;
@@ -217,7 +224,7 @@ export class Replay {
       const value = this.runBound();
       return { value, gradient: this.gradFlat[0] };
     }
-    if (this.single && inputs === undefined && (Array.isArray(x) || (x instanceof Float64Array && typedLength(x) >= 0 && typedLength(x) <= COPIED_UP_TO))) {
+    if (this.single && inputs === undefined && (Array.isArray(x) || (x instanceof Float64Array && typedLength(x) >= 0 && typedLength(x) <= copiedUpTo()))) {
       this.feed(0, x, 'parameter', null);
       const value = this.runBound();
       return { value, gradient: shapeGradient(formOf(x), this.shapes[0], this.gradFlat, 0) };

@@ -238,6 +238,8 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
   }
 
   const binding = {
+    /** Every array is copied into the module's memory: none is read in place (src/js/replay.js). */
+    copiesArguments: true,
     opCodes() {
       X.op_codes();
       return text().split(',');
