@@ -262,6 +262,15 @@ pub fn plan_bytes(p: &External<PlanCell>) -> f64 {
     p.plan.try_borrow().map_or(0.0, |slot| slot.as_ref().map_or(0.0, |plan| plan.bytes() as f64))
 }
 
+/// Tell V8 of native bytes it cannot see, held (positive) or freed
+/// (negative): the plan budget's count (src/js/budget.js). V8 collects
+/// sooner for them, and so finds the dropped compiled functions whose
+/// plans it frees.
+#[napi(catch_unwind)]
+pub fn report_external(env: Env, delta: f64) -> Result<()> {
+    env.adjust_external_memory(delta as i64).map(|_| ())
+}
+
 /// Free the plan now; later calls on it are an Error.
 #[napi(catch_unwind)]
 pub fn plan_release(p: &External<PlanCell>) -> Result<()> {

@@ -460,6 +460,8 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
     // Many points per call, on this one thread: the plan is its own pool.
     planPool: (h) => h, // a new "pool" whatever `into` is: budget.js keeps no spares
     poolBytes: () => 0,
+    // The module's memory is an ArrayBuffer V8 already counts.
+    reportExternal() {},
     poolRelease() {},
     planBatch(h, params, inputs, k, threads, label, values, grads) {
       batchInto(h, params, inputs, k, label);
