@@ -184,14 +184,16 @@ pub fn check(p: &Plan, params: usize, inputs: usize, k: usize) -> Result<(), Fai
 
 /// How many threads a batch of `k` points runs on: `asked` (0 for the
 /// package's thread cap, `linalg::threads`: the machine's available
-/// parallelism unless `TANGENT_GRAD_THREADS` or `set_threads` lowered it),
-/// at most one per point, and fewer when the replicas would take more than
-/// `REPLICA_BYTES` together.
+/// parallelism unless `TANGENT_GRAD_THREADS` or `set_threads` lowered it,
+/// shared with the evaluations already running on the package's threads,
+/// so that two `batchAsync` calls at once take half each), at most one per
+/// point, and fewer when the replicas would take more than `REPLICA_BYTES`
+/// together.
 pub fn threads_for(p: &Plan, asked: usize, k: usize) -> usize {
     if cfg!(target_arch = "wasm32") {
         return 1;
     }
-    let asked = if asked == 0 { crate::core::linalg::threads::threads() } else { asked };
+    let asked = if asked == 0 { crate::core::linalg::threads::for_kernel() } else { asked };
     // A replica holds values, adjoints and scratch.
     let bytes = p.held().saturating_mul(16).max(1);
     asked.clamp(1, MAX_THREADS).min(k.max(1)).min((REPLICA_BYTES / bytes).max(1))

@@ -157,7 +157,10 @@ fn the_default_threads_follow_the_cap_and_a_thread_with_no_block_copies_nothing(
     let one = threads_for(&p, 0, 1000);
     set_threads(0);
     assert_eq!(one, 1, "capped at one thread");
-    assert_eq!(threads_for(&p, 0, 1000), available().min(MAX_THREADS));
+    // The whole cap while no other evaluation runs on the package's threads
+    // (other tests of this binary run some: looked at until one sees none).
+    let all = available().min(MAX_THREADS);
+    assert!((0..10_000).any(|_| threads_for(&p, 0, 1000) == all), "never the whole cap");
     assert_eq!(threads_for(&p, 3, 1000), 3, "an explicit count is the caller's");
     let pool = Pool::new(&p);
     let (mut values, mut grads) = (vec![0.0; 3], vec![0.0; 9]);

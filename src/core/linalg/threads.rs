@@ -8,7 +8,9 @@
 //!   each counts as one evaluation running, and a kernel takes the cap
 //!   shared by the evaluations running (at least one thread). A batch on
 //!   every core thus runs its kernels on one thread each; a single call,
-//!   sync or async, takes every thread of the cap.
+//!   sync or async, takes every thread of the cap. A batch's default
+//!   thread count is the same share (`batch::threads_for`), so two
+//!   `batchAsync` calls at once take half the cap each.
 //! - The threads are rayon's global pool, which faer's `Par::Rayon` runs on
 //!   (sized to the machine, started at the first parallel kernel); the
 //!   caller waits while the pool works, so the threads busy stay at the cap.
