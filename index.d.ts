@@ -938,7 +938,9 @@ export interface PlanV1 {
 
 /**
  * The most threads one large factorization, triangular solve or product
- * (Cholesky, LU, their solves and adjoints, from about n = 600) may use.
+ * (Cholesky from n = 725, LU from 1 200, products and solves from about
+ * 600, and their adjoints) may use, and the threads a `batch`, a compiled
+ * Hessian or a reverse-mode Jacobian spreads its points over by default.
  * The default is the machine's available parallelism, capped by the
  * environment variable `TANGENT_GRAD_THREADS`, read once, when the cap is
  * first needed (`1`: one thread). Evaluations running at once on the package's own

@@ -48,6 +48,7 @@ const producers = [
   ['jvp: expected a function', () => G.jvp(5)],
   ['hvp: expected a function', () => G.hvp(5)],
   ['hessian: expected a function', () => G.hessian(5)],
+  ['jacobian: expected a function', () => G.jacobian(5)],
   ['jvp: the tangent is shaped [3], unlike the parameter ([2])', () => G.jvp(sq)([1, 2], [1, 2, 3])],
   ['hvp: tangent "b" is shaped [3], unlike parameter "b" ([2])', () => G.hvp(mapSq)({ a: 1, b: [1, 2] }, { a: 1, b: [1, 2, 3] })],
   ['jvp: the tangent has no key "b"; it needs one per parameter', () => G.jvp(mapSq)({ a: 1, b: [1, 2] }, { a: 1 })],
