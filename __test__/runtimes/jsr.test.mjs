@@ -107,7 +107,11 @@ test('deno publish --dry-run passes, offline, slow-type check included', () => {
 // 1,185,000: each elementwise loop its own wasm function (V8 kept the sums
 // of the inlined ones on the stack: a regression's eager gradient 148 → 36
 // µs), the module +9.7 KB (242 KB gzipped, 4 KB less), the package 1,191,713.
-const JSR_BUDGET = 1_200_000;
+// Raised on 2026-12-07 from 1,200,000 for what five held-out reviews asked
+// of the documents and the JavaScript (error rows per function, a paragraph
+// for Stan users, when caps apply, collected plans freed, arrays copied
+// under WebAssembly): README.md, index.d.ts and src/js, the package 1,202,353.
+const JSR_BUDGET = 1_215_000;
 
 test('it would publish the WebAssembly build and the typings, and nothing native, no tests, no build tree', () => {
   for (const f of ['jsr.json', jsr.exports['.'].replace(/^\.\//, ''), 'index.d.ts', 'package.json', 'src/js/browser.js', 'src/js/wasm.js', WASM_CORE]) {
