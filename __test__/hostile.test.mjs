@@ -416,6 +416,10 @@ test('tensor: an iterable is read no further than its shape, and a huge shape al
   // Any data, not only an iterable: an array-like of length 2^29 was read whole (33 s, 12 GB).
   quick(() => assert.throws(() => G.tensor({ length: 2 ** 29 }, [32768, 16384]), { message: 'tensor: shape [32768×16384] holds more than 268435456 values' }));
   quick(() => assert.throws(() => G.tensor(new Array(2 ** 29), [2 ** 29]), { message: 'tensor: shape [536870912] holds more than 268435456 values' }));
+  // A length that answers otherwise once copied: never a tensor whose data disagrees with its shape.
+  let asked = 0;
+  const shifty = { get length() { return asked++ === 0 ? 4 : 2; }, 0: 1, 1: 2, 2: 3, 3: 4 };
+  assert.throws(() => G.tensor(shifty, [4]), { message: 'data length 2 does not match shape [4]' });
 });
 
 test('zeros and eye refuse what no value can hold before allocating it', () => {

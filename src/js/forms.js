@@ -83,7 +83,10 @@ export function tensor(data, shape) {
   const length = data instanceof Float64Array ? lengthOf(data) : data?.length;
   if (length !== n) throw new Error(`data length ${length} does not match shape ${fmtShape(shape)}`);
   checkCap(shape, 'tensor');
-  return { data: data instanceof Float64Array ? data : Float64Array.from(data), shape: Array.from(shape) };
+  const d = data instanceof Float64Array ? data : Float64Array.from(data);
+  // Read again: an array-like's length getter may answer otherwise the second time.
+  if (lengthOf(d) !== n) throw new Error(`data length ${lengthOf(d)} does not match shape ${fmtShape(shape)}`);
+  return { data: d, shape: Array.from(shape) };
 }
 
 /**
