@@ -1,5 +1,6 @@
-// The sampler's call, a {name: value} map of numbers and flat arrays with no
-// inputs, takes a shorter path through a compiled plan (src/js/mapcall.js).
+// The sampler's call, a {name: value} map of numbers and flat arrays, with
+// inputs of any form or none, takes a shorter path through a compiled plan
+// (src/js/mapcall.js).
 // Every call here is checked against valueAndGrad (Object.is on each number)
 // and against the general path the same plan takes for other forms.
 
@@ -113,6 +114,106 @@ test('maps that do not fit take the general path and its errors', () => {
   const rebuilt = G.compileFromJSON(compiled.toJSON());
   assert.throws(() => rebuilt({ mu: 1, logTau: 0 }), /compileFromJSON: this plan was built for arguments shaped/);
   assert.throws(() => rebuilt({ mu: 1, logTau: 0, eta: [1, 2, 3], extra: 1 }), /compileFromJSON: this plan was built for arguments shaped/);
+});
+
+/** A regression's log likelihood with its data as inputs: X [n, 3], y [n], a scalar scale s. */
+const withData = (p, d) => mul(d.s, sum(square(sub(d.y, add(G.matmul(d.X, p.beta), p.b)))));
+const dataOf = (n, shift = 0) => {
+  const X = Array.from({ length: n }, (_, i) => [Math.sin(i + shift), Math.cos(2 * i), (i % 5) - 2]);
+  const y = X.map((r, i) => r[0] - 0.5 * r[2] + 0.1 * i);
+  return { X, y, s: -0.5 };
+};
+/** The same data in every form an input takes. */
+const formsOf = (d) => {
+  const n = d.y.length;
+  const flat = Float64Array.from(d.X.flat());
+  return {
+    nested: d,
+    rowsOfTyped: { ...d, X: d.X.map((r) => Float64Array.from(r)) },
+    typed: { X: G.tensor(flat, [n, 3]), y: Float64Array.from(d.y), s: d.s },
+    tensors: { X: G.tensor(flat, [n, 3]), y: G.tensor(Float64Array.from(d.y), [n]), s: G.tensor(Float64Array.of(d.s), []) },
+    reordered: { s: d.s, y: d.y, X: d.X },
+  };
+};
+const at = { b: 0.2, beta: [0.5, -0.1, 0.3] };
+
+test('inputs in every form: bit-identical to valueAndGrad, compiled and rebuilt', () => {
+  // 400 rows: X's 1 200 values pass the 1 024 the general path copies.
+  for (const n of [7, 400]) {
+    const eager = G.valueAndGrad(withData);
+    const compiled = G.compile(withData);
+    compiled(at, dataOf(n));
+    const rebuilt = G.compileFromJSON(compiled.toJSON());
+    for (let shift = 0; shift < 3; shift++) {
+      const d = dataOf(n, shift);
+      const want = eager(at, d);
+      for (const [form, ins] of Object.entries(formsOf(d))) {
+        for (const f of [compiled, rebuilt]) {
+          const r = f(at, ins);
+          assert.ok(Object.is(r.value, want.value), `${form}: ${r.value} vs ${want.value}`);
+          same(r, want);
+        }
+      }
+    }
+  }
+});
+
+test('inputs are read anew at each call: a changed array, in place, changes the result', () => {
+  const compiled = G.compile(withData);
+  const d = dataOf(400);
+  const typed = formsOf(d).typed;
+  const before = compiled(at, typed);
+  typed.X.data[5] += 1;
+  typed.y[3] -= 2;
+  d.X[1][2] += 1;
+  d.y[3] -= 2;
+  const after = compiled(at, typed);
+  assert.ok(!Object.is(after.value, before.value));
+  same(after, G.valueAndGrad(withData)(at, d));
+  // Each input read once, through getters.
+  const reads = { X: 0, y: 0, s: 0 };
+  const counted = {
+    get X() { reads.X++; return typed.X; },
+    get y() { reads.y++; return typed.y; },
+    get s() { reads.s++; return d.s; },
+  };
+  same(compiled(at, counted), after);
+  assert.deepEqual(reads, { X: 1, y: 1, s: 1 });
+});
+
+test('inputs that do not fit take the general path: a new trace, or its error', () => {
+  const compiled = G.compile(withData);
+  compiled(at, dataOf(7));
+  const rebuilt = G.compileFromJSON(compiled.toJSON());
+  // Another number of rows: a second trace; the rebuilt plan refuses it.
+  same(compiled(at, dataOf(9)), G.valueAndGrad(withData)(at, dataOf(9)));
+  assert.throws(() => rebuilt(at, dataOf(9)), /compileFromJSON: this plan was built for arguments shaped/);
+  // An extra input: another signature, so a trace of its own.
+  const d = dataOf(7);
+  same(compiled(at, { ...d, extra: 1 }), G.valueAndGrad(withData)(at, d));
+  // A tensor whose shape is another with as many values, a ragged row, a
+  // string, a missing input: the errors a first call gives.
+  const cases = [
+    { ...d, X: G.tensor(Float64Array.from(d.X.flat()), [3, 7]) },
+    { ...d, X: [...d.X.slice(0, 6), [1, 2]] },
+    { ...d, y: [...d.y.slice(0, 6), 'x'] },
+    { X: d.X, y: d.y },
+  ];
+  for (const ins of cases) {
+    let first;
+    assert.throws(() => G.compile(withData)(at, ins), (e) => (first = e.message) !== undefined);
+    assert.throws(() => compiled(at, ins), { message: first });
+  }
+  // And the plan still answers as before.
+  same(compiled(at, dataOf(7)), G.valueAndGrad(withData)(at, dataOf(7)));
+});
+
+test('a batch with inputs: each point bit-identical to its single call', () => {
+  const compiled = G.compile(withData);
+  const d = dataOf(50);
+  const points = Array.from({ length: 20 }, (_, i) => ({ b: 0.1 * i, beta: [0.5, -0.1 * i, 0.3] }));
+  const results = compiled.batch(points, d);
+  points.forEach((p, i) => same(results[i], G.valueAndGrad(withData)(p, d)));
 });
 
 test('a parameter named __proto__ stays an own key of the gradient', () => {

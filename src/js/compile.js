@@ -91,12 +91,13 @@ export function compile(f) {
 
   const c = (x, inputs) => {
     const read = readOnceLazily(x);
-    inputs = readOnce(inputs);
-    if (read instanceof ReadMap && inputs === undefined && last !== null && !eager) {
-      const result = runMap(last.replay, read);
+    const readIn = readOnceLazily(inputs);
+    if (read instanceof ReadMap && (readIn === undefined || readIn instanceof ReadMap) && last !== null && !eager) {
+      const result = runMap(last.replay, read, readIn);
       if (result !== undefined) return result;
     }
     x = read instanceof ReadMap ? read.object() : read;
+    inputs = readIn instanceof ReadMap ? readIn.object() : readIn;
     const entry = eager ? null : entryFor(x, inputs);
     if (entry === null) return evaluate(f, x, inputs, true, 'compile');
     return entry.replay.run(x, inputs, 'compile');

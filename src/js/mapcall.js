@@ -1,8 +1,9 @@
 // A compiled call with a {name: value} map of numbers and flat arrays of
-// numbers (plain or Float64Array), and no inputs: a sampler's call. Its
-// values go straight into the plan's bound buffer, and its gradient object
-// is made in one step, without the per-slot bookkeeping of the general path
-// (`Replay.run`), which any other call takes. Same plan, same results.
+// numbers (plain or Float64Array), and inputs, if any, in the forms below:
+// a sampler's or an optimizer's call. Its values go straight into the
+// plan's bound buffer, and its gradient object is made in one step, without
+// the per-slot bookkeeping of the general path (`Replay.run`), which any
+// other call takes. Same plan, same results.
 
 import { N } from './binding.js';
 import { plainArray, typedLength } from './forms.js';
@@ -64,20 +65,24 @@ function reader(keys, shapes, offsets) {
 
 /**
  * This path's state for a plan, made at its first call and kept on the
- * Replay: null when the plan does not fit (inputs, a non-scalar root, a
- * matrix parameter, a key `__proto__`), else the gradient's maker and a
- * buffer for the slots of a call whose keys come in another order.
+ * Replay: null when the plan does not fit (a non-scalar root, a matrix
+ * parameter, a key `__proto__`), else the gradient's maker and a buffer for
+ * the slots of a call whose keys come in another order.
  */
 function stateOf(replay) {
   if (replay.mapcall === undefined) {
     const fits =
       replay.map &&
-      !replay.hasInputs &&
       replay.rootShape.length === 0 &&
       !replay.keys.includes('__proto__') && // as a key of a literal or an assignment, it would set the prototype
       replay.shapes.every((s) => s.length <= 1);
     replay.mapcall = fits
-      ? { make: maker(replay.keys, replay.shapes, replay.offsets), read: reader(replay.keys, replay.shapes, replay.offsets), slots: new Int32Array(replay.keys.length) }
+      ? {
+          make: maker(replay.keys, replay.shapes, replay.offsets),
+          read: reader(replay.keys, replay.shapes, replay.offsets),
+          slots: new Int32Array(replay.keys.length),
+          inputSlot: new Map(replay.inputKeys.map((k, j) => [k, j])),
+        }
       : null;
   }
   return replay.mapcall;
@@ -104,13 +109,55 @@ function put(v, shape, dst, at) {
   return true;
 }
 
-/** `replay.run` for a `ReadMap`, or undefined when the map does not fit this path. */
-export function runMap(replay, r) {
+/**
+ * Write input v, as `readOnce` read it, at dst[at...]: `put`'s forms, a
+ * tensor of exactly this shape, or rows (arrays of numbers or
+ * Float64Arrays) for [m, n]; false if it is none of these.
+ */
+function putInput(v, shape, dst, at) {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Float64Array)) {
+    // A tensor, read once into a plain { data, shape } (forms.js, readValueOnce).
+    const { data, shape: s } = v;
+    if (!(data instanceof Float64Array) || !Array.isArray(s) || s.length !== shape.length) return false;
+    for (let d = 0; d < s.length; d++) if (s[d] !== shape[d]) return false;
+    if (typedLength(data) !== (shape.length === 0 ? 1 : shape.length === 1 ? shape[0] : shape[0] * shape[1])) return false;
+    dst.set(data, at);
+    return true;
+  }
+  if (shape.length < 2) return put(v, shape, dst, at);
+  const [m, n] = shape;
+  if (!Array.isArray(v) || v.length !== m) return false;
+  for (let i = 0; i < m; i++) {
+    if (!put(v[i], [n], dst, at + i * n)) return false;
+  }
+  return true;
+}
+
+/** Write every input of the ReadMap `ins` into the bound buffer; false if one does not fit. */
+function putInputs(replay, state, ins) {
+  const { keys, vals } = ins;
+  const own = replay.inputKeys;
+  if (keys.length !== own.length) return false;
+  const np = replay.shapes.length;
+  for (let i = 0; i < keys.length; i++) {
+    const j = keys[i] === own[i] ? i : state.inputSlot.get(keys[i]);
+    if (j === undefined) return false;
+    // Own keys are distinct and as many as the plan's: each slot is written once.
+    if (!putInput(vals[i], replay.inputShapes[j], replay.flat, replay.offsets[np + j])) return false;
+  }
+  return true;
+}
+
+/**
+ * `replay.run` for a `ReadMap` of parameters and one of inputs (or
+ * undefined), or undefined when they do not fit this path.
+ */
+export function runMap(replay, r, ins) {
   const state = stateOf(replay);
   const { keys, vals } = r;
   const n = keys.length;
   const own = replay.keys;
-  if (state === null || n !== own.length) return undefined;
+  if (state === null || n !== own.length || (ins !== undefined) !== replay.hasInputs) return undefined;
   const { shapes, offsets, flat } = replay;
   const slots = state.slots;
   let inOrder = true;
@@ -125,6 +172,7 @@ export function runMap(replay, r) {
     if (!put(vals[i], shapes[j], flat, offsets[j])) return undefined;
     slots[i] = j;
   }
+  if (ins !== undefined && !putInputs(replay, state, ins)) return undefined;
   const value = replay.runBound();
   const grads = replay.gradFlat;
   if (inOrder) return { value, gradient: state.make(grads, 0) };

@@ -227,12 +227,13 @@ export function compileFromJSON(json) {
   };
   const r = (x, ins) => {
     const read = readOnceLazily(x);
-    ins = readOnce(ins);
-    if (read instanceof ReadMap && ins === undefined) {
-      const result = runMap(replay, read);
+    const readIn = readOnceLazily(ins);
+    if (read instanceof ReadMap && (readIn === undefined || readIn instanceof ReadMap)) {
+      const result = runMap(replay, read, readIn);
       if (result !== undefined) return result;
     }
     x = read instanceof ReadMap ? read.object() : read;
+    ins = readIn instanceof ReadMap ? readIn.object() : readIn;
     check(x, ins);
     return replay.run(x, ins, 'compileFromJSON');
   };
