@@ -890,7 +890,12 @@ export interface PlanInputNode {
   shape: number[];
 }
 
-/** A constant of a plan; NaN and ±Infinity become null through JSON.stringify. */
+/**
+ * A constant of a plan. Its data holds numbers; through JSON.stringify,
+ * NaN, ±Infinity and -0 are written as the strings "NaN", "Infinity",
+ * "-Infinity" and "-0" (JSON has no such numbers), which compileFromJSON
+ * reads back exactly. A null there (the JavaScript version's text) is NaN.
+ */
 export interface PlanConstNode {
   kind: 'const';
   shape: number[];

@@ -221,34 +221,51 @@ describe('toJSON', () => {
     assert.deepEqual(got, { value: 33, gradient: { a: 0, b: [9, 12], c: [[0]] } });
   });
 
-  test('NaN and ±Infinity constants survive structuredClone and become null through JSON.stringify', () => {
+  test('NaN, ±Infinity and -0 constants survive structuredClone and JSON text, bit for bit', () => {
     const f = (x) => sum(mul(x, [NaN, Infinity, -Infinity]));
     const c = compile(f);
     const x = [1, 2, 3];
     const expected = c(x);
     const j = c.toJSON();
     const data = j.nodes.find((n) => n.kind === 'const').data;
+    // The object holds numbers (SPEC's schema), with no enumerable trace of the spelling.
     sameBits(data, [NaN, Infinity, -Infinity]);
+    assert.deepEqual(Object.keys(data), ['0', '1', '2']);
     sameBits(structuredClone(j).nodes[1].data, [NaN, Infinity, -Infinity]);
-    assert.deepEqual(JSON.parse(JSON.stringify(j)).nodes[1].data, [null, null, null]);
-    // As is and through structuredClone, bit for bit.
+    // JSON.stringify would write null (and 0 for -0): the text spells them out.
+    assert.deepEqual(JSON.parse(JSON.stringify(j)).nodes[1].data, ['NaN', 'Infinity', '-Infinity']);
     sameBits(compileFromJSON(j)(x), expected);
     sameBits(compileFromJSON(structuredClone(j))(x), expected);
-    // Through JSON text the constants read back as NaN (what null stands for).
-    const viaText = compileFromJSON(JSON.parse(JSON.stringify(j)));
-    sameBits(viaText(x), { value: NaN, gradient: [NaN, NaN, NaN] });
+    sameBits(compileFromJSON(JSON.stringify(j))(x), expected);
+    sameBits(compileFromJSON(JSON.parse(JSON.stringify(j)))(x), expected);
+    // A plan of the JavaScript version's, whose text has null there: NaN, what null stands for.
+    const withNulls = JSON.parse(JSON.stringify(j));
+    withNulls.nodes[1].data = [null, null, null];
+    sameBits(compileFromJSON(withNulls)(x), { value: NaN, gradient: [NaN, NaN, NaN] });
     // A NaN-only constant survives all three ways.
     roundTrip((v) => sum(mul(v, [NaN, 1, 2])), [1, 2, 3]);
   });
 
-  test('a -0 constant keeps its sign through compileFromJSON (as is and structuredClone)', () => {
-    // JSON text cannot hold -0 (JSON.stringify(-0) is "0"); plain data can.
-    const f = (x) => mul(x, -0);
-    const c = compile(f);
-    const expected = c(3);
-    assert.ok(Object.is(expected.value, -0));
-    sameBits(compileFromJSON(c.toJSON())(3), expected, 'as is');
-    sameBits(compileFromJSON(structuredClone(c.toJSON()))(3), expected, 'structuredClone');
+  test('a captured bound of ±Infinity or a -0 gives the same gradient rebuilt from JSON text', () => {
+    // Read back as NaN, the bound made this gradient 2 where it is 6.
+    const cases = [
+      [(x) => sum(minimum(mul(x, [1, 2, 3]), [Infinity, 5, Infinity])), 2, { value: 12, gradient: 6 }],
+      [(x) => maximum(x, -Infinity), 2, { value: 2, gradient: 1 }],
+      [(x) => div(x, -0), 2, { value: -Infinity, gradient: -Infinity }],
+      [(x) => mul(x, -0), 3, { value: -0 }],
+    ];
+    for (const [f, x, closedForm] of cases) {
+      const c = compile(f);
+      const want = c(x);
+      for (const k of Object.keys(closedForm)) assert.ok(Object.is(want[k], closedForm[k]), `${k}: ${want[k]}`);
+      sameBits(compileFromJSON(c.toJSON())(x), want, 'as is');
+      sameBits(compileFromJSON(structuredClone(c.toJSON()))(x), want, 'structuredClone');
+      const text = JSON.stringify(c.toJSON());
+      sameBits(compileFromJSON(text)(x), want, text);
+      sameBits(compileFromJSON(JSON.parse(text))(x), want, text);
+      // Only constants that need it are spelled: a plain one stays a number.
+      assert.ok(!/"data":\[[^\]]*"[0-9]/.test(text), text);
+    }
   });
 
   test("a -0 in an op's arguments is read as a number, beside special constants or not", () => {

@@ -31,13 +31,32 @@ export function serialize(r) {
       if (n.args !== undefined) out.args = copyArgs(n.args);
       if (n.list) out.list = true;
     } else if (n.kind === 'const') {
-      out = { kind: 'const', shape: n.shape.slice(), data: n.data.slice() };
+      out = { kind: 'const', shape: n.shape.slice(), data: n.unspeakable ? spelledOut(n.data.slice()) : n.data.slice() };
     } else {
       out = n.name === undefined ? { kind: n.kind, shape: n.shape.slice() } : { kind: n.kind, name: n.name, shape: n.shape.slice() };
     }
     nodes[i] = out;
   }
   return { version: 2, input: d.input, nodes, root: d.root };
+}
+
+/** Whether JSON text holds this number as it is (not NaN, ±Infinity or -0, which JSON.stringify writes as null and 0). */
+const isPlainJSON = (v) => Number.isFinite(v) && !Object.is(v, -0);
+
+/** A number JSON cannot hold as the string the core reads for it. */
+const spelled = (v) => (isPlainJSON(v) ? v : Object.is(v, -0) ? '-0' : String(v));
+
+/**
+ * A constant's data that holds NaN, ±Infinity or -0, given a toJSON that
+ * spells those out as strings: through JSON.stringify, a rebuilt plan gets
+ * the same constants and so the same bits (null read back as NaN gave a
+ * captured bound of Infinity a finite, wrong gradient). Not enumerable, so
+ * structuredClone, postMessage and deep equality see the numbers as SPEC's
+ * schema has them.
+ */
+function spelledOut(data) {
+  Object.defineProperty(data, 'toJSON', { value: () => data.map(spelled) });
+  return data;
 }
 
 /** An op's static arguments (numbers, lists of numbers, {axis} or {lower}) copied. */
@@ -87,7 +106,8 @@ function document({ params, P, ins, I, root }) {
     stack.pop();
     index.set(v, nodes.length);
     if (v.parents.length === 0) {
-      nodes.push({ kind: 'const', shape: [...v.shape], data: Array.from(v.data) });
+      const data = Array.from(v.data);
+      nodes.push({ kind: 'const', shape: [...v.shape], data, unspeakable: !data.every(isPlainJSON) });
     } else if (v._closure !== null || v.spec === null) {
       throw new Error(HAND_BUILT);
     } else {
@@ -122,9 +142,7 @@ function refuseSparse(v) {
 
 /** JSON text for the core, with the numbers JSON cannot hold (NaN, ±Infinity, -0) as strings. */
 export function planText(json) {
-  return JSON.stringify(json, (_, v) =>
-    typeof v === 'number' && (!Number.isFinite(v) || Object.is(v, -0)) ? (Object.is(v, -0) ? '-0' : String(v)) : refuseSparse(v),
-  );
+  return JSON.stringify(json, (_, v) => (typeof v === 'number' ? spelled(v) : refuseSparse(v)));
 }
 
 /** A plan object as the JSON text the core reads. */
