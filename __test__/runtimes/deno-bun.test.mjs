@@ -111,3 +111,23 @@ test('deno with no permissions: import still works, on the WebAssembly build, sa
   checkGP(report);
   checkPlans(report);
 });
+
+test('deno with no permissions on a terminal: no prompt, the WebAssembly build, said in one line', () => {
+  // A terminal is where Deno prompts and waits (reading TANGENT_GRAD_WASM,
+  // then napi-rs's loader's files and variables, prompted one by one);
+  // `script` gives the run one, and a prompt answered by the closed input.
+  const env = { ...process.env, DENO_NO_UPDATE_CHECK: '1' };
+  delete env.TANGENT_GRAD_WASM;
+  delete env.DENO_NO_PROMPT;
+  const command = `${RUNTIMES.deno.find()} run smoke.mjs`;
+  const r = spawnSync('script', ['-qec', command, '/dev/null'], { cwd: project.dir, env, encoding: 'utf8', timeout: 120_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  assert.equal(r.error, undefined, `script (util-linux) runs the command on a terminal: ${r.error}`);
+  assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  assert.doesNotMatch(r.stdout, /requests|Allow\?/, r.stdout);
+  // Through the terminal, stderr's line comes first on stdout, then the report.
+  const [line, ...rest] = r.stdout.split(/\r?\n/).filter((l) => l.trim() !== '');
+  assert.match(line, /using the WebAssembly build \(under Deno, allow it with --allow-ffi --allow-read --allow-env\)/);
+  const report = JSON.parse(rest.join(''));
+  checkGP(report);
+  checkPlans(report);
+});

@@ -12,12 +12,39 @@ import { loadWasm } from './wasm.js';
 
 const require = createRequire(import.meta.url);
 
+/**
+ * Under Deno, whether a permission is granted already. Using one that is
+ * not makes Deno prompt on a terminal, and wait there: reading the
+ * environment, or napi-rs's loader (binding.cjs) reading files and
+ * NAPI_RS_* variables.
+ */
+function denoGrants(descriptor) {
+  try {
+    return Deno.permissions.querySync(descriptor).state === 'granted';
+  } catch {
+    return false;
+  }
+}
+
 function wasmForced() {
+  if (globalThis.Deno && !denoGrants({ name: 'env', variable: 'TANGENT_GRAD_WASM' })) return false;
   try {
     return globalThis.process?.env?.TANGENT_GRAD_WASM === '1';
   } catch {
-    return false; // Deno without --allow-env
+    return false;
   }
+}
+
+/** Whether loading the native addon may go ahead without a prompt: always, but under Deno without the three permissions. */
+function addonAllowed() {
+  return !globalThis.Deno || (denoGrants({ name: 'ffi' }) && denoGrants({ name: 'read' }) && denoGrants({ name: 'env' }));
+}
+
+function warnWasm() {
+  // napi-rs's own message is about npm's optional dependencies, which is
+  // rarely the cause here; say what is.
+  const platform = globalThis.process ? `${process.platform}-${process.arch}` : 'this platform';
+  console.warn(`@tangent.to/grad: no native addon loads for ${platform}; using the WebAssembly build (${advice()}).`);
 }
 
 /** What to tell a user whose native addon did not load. */
@@ -28,14 +55,15 @@ function advice() {
 
 export function nativeOrWasm() {
   if (wasmForced()) return loadWasm();
+  if (!addonAllowed()) {
+    warnWasm();
+    return loadWasm();
+  }
   let native;
   try {
     native = require('../../binding.cjs');
   } catch {
-    // napi-rs's own message is about npm's optional dependencies, which is
-    // rarely the cause here; say what is.
-    const platform = globalThis.process ? `${process.platform}-${process.arch}` : 'this platform';
-    console.warn(`@tangent.to/grad: no native addon loads for ${platform}; using the WebAssembly build (${advice()}).`);
+    warnWasm();
     return loadWasm();
   }
   // Native memory is the machine's, not a wasm32 memory's 4 GiB: plans in
