@@ -872,7 +872,7 @@ export function splitValueAndGrad<X, G>(
  * @throws `jacobian: the function must return a scalar or a vector, got [..]`
  * @throws `jacobian: a 30000×10000 Jacobian holds 300000000 entries, more than the 268435456 a value may hold`
  */
-export function jacobian(f: (x: Var) => Var): (x: Operand) => number[][];
+export function jacobian<P = Var>(f: (x: P) => Var): (x: Operand) => number[][];
 
 // ---------------------------------------------------------------- plans as data
 

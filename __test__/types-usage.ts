@@ -313,9 +313,15 @@ void [splitG, s2v, s2g];
 
 const J: number[][] = jacobian((u) => mul(u, u))([1, 2, 3]);
 const J2: number[][] = jacobian((u) => sum(u))(new Float64Array(3));
-// @ts-expect-error the Jacobian's argument is a Var
+// @ts-expect-error the function must return a Var
 jacobian((u: number) => u);
-void [J, J2];
+// Annotated in the call's form, as the other drivers take it.
+const J3: number[][] = jacobian((u: number[]) => exp(u))([1, 2]);
+// Parameters annotated as the Vars the objective receives (docs/API.md):
+// shapes read, and the gradient in the call's forms.
+const shaped = valueAndGrad((p: { a: Var; b: Var }) => add(square(p.a), sum(square(slice(p.b, [1], [p.b.shape[0] - 1])))));
+const shapedG: { a: number; b: number[] } = shaped({ a: 1, b: [1, 2, 3] }).gradient;
+void [J, J2, J3, shapedG];
 
 // ---------------------------------------------------------------- forward mode and second order
 
