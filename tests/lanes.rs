@@ -658,3 +658,49 @@ fn values_and_adjoints_read_from_the_plans_arenas_give_the_single_results() {
         }
     }
 }
+
+/// A plan's size for lanes counts what depends on a parameter: a logistic
+/// likelihood's Hessian over 1 600 × 21 constant covariates (33 600
+/// values, past the 2^15 the lanes take) replays its directions in lanes,
+/// its rows the bits of one replay per direction; with a 2^15-value
+/// parameter of its own it does not.
+#[test]
+fn large_constant_data_do_not_keep_a_hessian_out_of_lanes() {
+    let mut r = Rng(17);
+    let hessian_plan = |n: usize, p: usize, r: &mut Rng| {
+        let mut g = Graph::default();
+        let b = g.leaf(Op::Leaf, Shape::Vector(p), &[]).unwrap();
+        let data: Vec<f64> = (0..n * p).map(|_| r.normal()).collect();
+        let x = g.leaf(Op::Const, Shape::Matrix(n, p), &data).unwrap();
+        let one = g.leaf(Op::Const, Shape::Scalar, &[1.0]).unwrap();
+        let eta = g.op(Op::Matmul, &[x, b], false).unwrap();
+        let e = g.op(Op::Exp, &[eta], false).unwrap();
+        let s = g.op(Op::Add, &[e, one], false).unwrap();
+        let l = g.op(Op::Log, &[s], false).unwrap();
+        let root = g.op(Op::Sum, &[l], false).unwrap();
+        Plan::build(&g, root, &[b], &[]).unwrap().tangent_plan().unwrap()
+    };
+    let (n, p) = (1600, 21);
+    let mut tp = hessian_plan(n, p, &mut r);
+    let x: Vec<f64> = (0..p).map(|_| 0.1 * r.normal()).collect();
+    let mut fixed = tp.clone();
+    fixed.set(0, &x).unwrap();
+    fixed.set(1, &vec![0.0; p]).unwrap();
+    assert!(fixed.lanes(None, 1, true).is_some(), "replayed in lanes with x fixed");
+    let expected = units_one_at_a_time(&mut tp, &x, &[]);
+    let pool = Pool::new(&tp);
+    let mut rows = vec![f64::NAN; p * p];
+    batch::units(Replicas::Pool(&pool), &x, &[], &mut rows, None).unwrap();
+    for (e, (&a, &b)) in rows.iter().zip(&expected).enumerate() {
+        assert!(same(a, b), "entry {e}: {a} vs {b}");
+    }
+    // Past the limit in what depends on the parameter: one direction at a time.
+    let big = 1 << 15;
+    let mut g = Graph::default();
+    let b = g.leaf(Op::Leaf, Shape::Vector(big), &[]).unwrap();
+    let root = g.op(Op::Dot, &[b, b], false).unwrap();
+    let mut tp = Plan::build(&g, root, &[b], &[]).unwrap().tangent_plan().unwrap();
+    tp.set(0, &vec![0.5; big]).unwrap();
+    tp.set(1, &vec![0.0; big]).unwrap();
+    assert!(tp.lanes(None, 1, true).is_none(), "a 2^15-value parameter is too large for lanes");
+}

@@ -47,10 +47,11 @@ impl Plan {
 
     /// Whether `adopt_current` takes a trace's graph `g`: compact, with its
     /// ops in the walk's order, or in any order past `lanes::MAX_LANE_VALUES`
-    /// values (the steps then follow the walk, and such a plan never runs in
-    /// lanes, whose layout reads the order of the ids).
+    /// values that depend on a parameter (the steps then follow the walk,
+    /// and such a plan never runs in lanes, whose layout reads the order of
+    /// the ids).
     pub fn trace_adoptable(g: &Graph, root: u32, params: &[u32], inputs: &[u32]) -> Result<bool> {
-        let in_order = g.values.len() <= lanes::MAX_LANE_VALUES;
+        let in_order = lanes::values_on_params(&g.nodes, params.iter().copied()) <= lanes::MAX_LANE_VALUES;
         Plan::compact_in(g, root, params, inputs, Passes::default(), in_order)
     }
 

@@ -12,14 +12,31 @@
 use super::lane_base::{lanewise, widest, Arena, Lane, Layout, Term, LANES};
 use super::lane_uniform::Uniform;
 use super::{Plan, Step};
-use crate::core::graph::{eval, post_order_all};
+use crate::core::graph::{eval, post_order_all, Node};
 use crate::core::op::Op;
 use crate::core::kernels::scalar::{self, with_constant_formula, Formula};
 use std::cell::{Cell, OnceCell};
 
-/// The largest plan (in values) replayed in lanes: its lane arenas, 2·LANES
-/// times its own, then stay within a core's cache.
+/// The most values that depend on a parameter (`values_on_params`) of a
+/// plan replayed in lanes: what its lanes hold then, 2·LANES times as
+/// many, stays within a core's cache.
 pub(super) const MAX_LANE_VALUES: usize = 1 << 15;
+
+/// The most values of a plan replayed in lanes, constants and inputs
+/// included. The lane arenas keep the plan's offsets, so they span
+/// 2·LANES times this, though the pages of the constants' lanes are never
+/// touched: 32 MiB of address space at most.
+const MAX_LANE_ARENA: usize = 1 << 18;
+
+/// The values of the nodes that depend on a parameter: at most what a lane
+/// replay holds per lane. Constants, inputs and what depends on them alone
+/// are read from the plan's arena, so a model's data do not count: a
+/// logistic regression on 1 000 × 20 covariates (20 000 values) replays
+/// its Hessian's directions in lanes.
+pub(super) fn values_on_params(nodes: &[Node], params: impl Iterator<Item = u32>) -> usize {
+    let on = super::derived::varying(nodes, params);
+    nodes.iter().zip(on).filter(|&(_, on)| on).map(|(n, _)| n.shape.size()).sum()
+}
 
 #[cfg(not(target_arch = "wasm32"))]
 use super::lane_kernels as vectors;
@@ -41,6 +58,9 @@ mod vectors {
 /// The arenas of a lane replay, and which nodes differ from point to point.
 pub struct Lanes {
     arena: Arena,
+    /// How many values the lanes of this replay write, values and adjoints
+    /// each: the rest of the arena (a constant's lanes) is never touched.
+    resident: usize,
     layout: Layout,
     varying: Vec<bool>,
     /// Which nodes depend on the fixed slots. One that neither varies nor
@@ -107,9 +127,10 @@ fn lane_partials(f: Formula, k: f64, i: usize, [x, y, v, g]: [Lane; 4], to: &Cel
 }
 
 impl Lanes {
-    /// Bytes the lane arenas take.
+    /// Bytes the lane arenas take in memory: the lanes written, not the
+    /// untouched pages of the lanes no step writes.
     pub fn bytes(&self) -> usize {
-        self.arena.bytes()
+        self.arena.bytes().min((2 * self.resident + 1) * LANES * 8)
     }
 }
 
@@ -184,7 +205,8 @@ impl Plan {
     /// (outputs included, which the forward steps compute too).
     pub(super) fn lane_varying(&self, fixed: usize, sweep: bool) -> Option<(Vec<bool>, Vec<bool>, Vec<bool>)> {
         let nodes = &self.graph.nodes;
-        if self.graph.values.len() > MAX_LANE_VALUES || !self.plain_layout {
+        let on_params = || values_on_params(nodes, self.params.iter().filter_map(|s| s.node));
+        if !self.plain_layout || self.graph.values.len() > MAX_LANE_ARENA || on_params() > MAX_LANE_VALUES {
             return None;
         }
         let roots: Vec<u32> = std::iter::once(self.root).chain(self.outputs.iter().copied()).collect();
@@ -227,7 +249,12 @@ impl Plan {
         let nodes = &self.graph.nodes;
         let in_lanes = |id: usize| matches!(nodes[id].op, Op::TriangularSolve { .. }) && (varying[id] || swept[id]);
         let solved = (0..nodes.len()).filter(|&id| in_lanes(id)).map(|id| nodes[id].parents[0]).collect();
-        Some(Lanes { arena: Arena::new(2 * size), layout, varying, on_fixed, steps, swept, uniform, sweep, fixed, shown, solved, first, clear, finite })
+        // What the lanes write: the nodes that vary or are swept, those
+        // that depend on the fixed slots, and those written into every lane.
+        let held = |id: usize| varying[id] || swept[id] || on_fixed[id];
+        let resident = (0..nodes.len()).filter(|&id| held(id)).map(|id| nodes[id].shape.size()).sum::<usize>()
+            + shown.iter().map(|&id| nodes[id as usize].shape.size()).sum::<usize>();
+        Some(Lanes { arena: Arena::new(2 * size), resident, layout, varying, on_fixed, steps, swept, uniform, sweep, fixed, shown, solved, first, clear, finite })
     }
 
     /// How many of the steps that vary a lane replay with `fixed` slots

@@ -71,7 +71,8 @@ pub struct Passes {
     /// arena with adjoints never live at the same time (`share_adjoints`);
     /// `usize::MAX`: none do.
     pub share_adjoints_from: usize,
-    /// A plan holding more values than this lays out its values of at least
+    /// A plan with more values than this that depend on a parameter
+    /// (`lanes::values_on_params`) lays out its values of at least
     /// `share_adjoints_from` that no sweep step reads in shared blocks
     /// (`values::share_values`). By default, plans too large to replay in
     /// lanes, whose layout reads the arena's (`lanes::MAX_LANE_VALUES`).
@@ -302,7 +303,7 @@ impl Plan {
         let swept: Vec<u32> = pure.iter().rev().copied().filter(|&i| needs[i as usize]).collect();
         let varies = derived::varying(&g.nodes, params[moving..].iter().filter_map(|s| s.node));
         let from = passes.share_adjoints_from;
-        let blocks = if g.values.len() > passes.share_values_past {
+        let blocks = if lanes::values_on_params(&g.nodes, params.iter().filter_map(|s| s.node)) > passes.share_values_past {
             // A tangent plan's values are read by two sweeps: from its
             // root, and from its primal root (`PrimalSweep`).
             let primal = outputs.first().map(|&r| derived::primal_walk(&g.nodes, r));
