@@ -208,6 +208,52 @@ test('inputs that do not fit take the general path: a new trace, or its error', 
   same(compiled(at, dataOf(7)), G.valueAndGrad(withData)(at, dataOf(7)));
 });
 
+test('a call re-entered from a Proxy trap on an input or a parameter gives its own result', () => {
+  const f = G.compile(({ a }, { y }) => mul(a, sum(y)));
+  f({ a: 2 }, { y: [1, 2] });
+  // `instanceof` on a Proxy runs its getPrototypeOf trap, which calls f
+  // again at other arguments: the outer call must not read the inner's.
+  const reentrant = (target) => {
+    let armed = true;
+    const inner = [];
+    const proxy = new Proxy(target, {
+      getPrototypeOf(t) {
+        if (armed) {
+          armed = false;
+          inner.push(f({ a: 100 }, { y: [1, 1] }));
+        }
+        return Reflect.getPrototypeOf(t);
+      },
+    });
+    return { proxy, inner };
+  };
+  const y = reentrant([1, 1]);
+  same(f({ a: 2 }, { y: y.proxy }), { value: 4, gradient: { a: 2 } });
+  same(y.inner[0], { value: 200, gradient: { a: 2 } });
+  const g = G.compile((p) => mul(p.a, sum(p.b)));
+  g({ a: 2, b: [1, 2] });
+  const b = reentrant([1, 1]);
+  let inner;
+  const outer = g({ a: 2, get b() { inner = g({ a: 100, b: [5, 5] }); return b.proxy; } });
+  same(outer, { value: 4, gradient: { a: 2, b: [2, 2] } });
+  same(inner, { value: 1000, gradient: { a: 10, b: [100, 100] } });
+});
+
+test('[] for an empty vector is refused on this path as on the general one', () => {
+  const f = G.compile(({ a }, { y }) => add(square(a), sum(y)));
+  same(f({ a: 2 }, { y: new Float64Array(0) }), { value: 4, gradient: { a: 4 } });
+  assert.throws(() => f({ a: 2 }, { y: [] }), { message: 'input "y" must be a number, a non-empty array, or a tensor' });
+  const m = G.compile(({ a }, { m }) => add(square(a), sum(m)));
+  m({ a: 2 }, { m: G.zeros([2, 0]) });
+  assert.throws(() => m({ a: 2 }, { m: [[], []] }), { message: 'input "m" must have at least one column' });
+  // A parameter too, as valueAndGrad refuses it.
+  const p = G.compile((q) => add(square(q.a), sum(q.e)));
+  p({ a: 1, e: new Float64Array(0) });
+  let eager;
+  assert.throws(() => G.valueAndGrad((q) => add(square(q.a), sum(q.e)))({ a: 1, e: [] }), (e) => (eager = e.message) !== undefined);
+  assert.throws(() => p({ a: 1, e: [] }), { message: eager });
+});
+
 test('a batch with inputs: each point bit-identical to its single call', () => {
   const compiled = G.compile(withData);
   const d = dataOf(50);

@@ -100,7 +100,8 @@ function put(v, shape, dst, at) {
     dst.set(v, at);
     return true;
   }
-  if (!Array.isArray(v) || v.length !== shape[0]) return false;
+  // [] is refused by the general path (SPEC: a non-empty array).
+  if (!Array.isArray(v) || v.length !== shape[0] || v.length === 0) return false;
   for (let e = 0; e < v.length; e++) {
     const x = v[e];
     if (typeof x !== 'number') return false;
@@ -158,6 +159,10 @@ export function runMap(replay, r, ins) {
   const n = keys.length;
   const own = replay.keys;
   if (state === null || n !== own.length || (ins !== undefined) !== replay.hasInputs) return undefined;
+  // A Proxy's trap that `put` runs (instanceof, length) may call this
+  // function again, which writes the same buffer: then the general path,
+  // which checks every form before it writes.
+  const writes = ++replay.writes;
   const { shapes, offsets, flat } = replay;
   const slots = state.slots;
   let inOrder = true;
@@ -173,6 +178,7 @@ export function runMap(replay, r, ins) {
     slots[i] = j;
   }
   if (ins !== undefined && !putInputs(replay, state, ins)) return undefined;
+  if (replay.writes !== writes) return undefined;
   const value = replay.runBound();
   const grads = replay.gradFlat;
   if (inOrder) return { value, gradient: state.make(grads, 0) };

@@ -139,6 +139,8 @@ export class Replay {
     this.slot = new Map((keys ?? []).map((k, i) => [k, i]));
     /** The sampler's path's state (src/js/mapcall.js), made at its first call; null where it does not apply. */
     this.mapcall = undefined;
+    /** How many times a call has begun writing `flat`: a call that sees it move under it was re-entered. */
+    this.writes = 0;
     this.paramNames = map ? keys.map((k) => `parameter "${k}"`) : ['parameter'];
     this.inputNames = inputKeys.map((k) => `input "${k}"`);
   }
@@ -180,6 +182,7 @@ export class Replay {
 
   /** Put slot i's value in place: in the flat buffer, or as a view read in place. */
   feed(i, v, name, views) {
+    this.writes++; // see mapcall.js, runMap
     const shape = i < this.shapes.length ? this.shapes[i] : this.inputShapes[i - this.shapes.length];
     const data = v instanceof Float64Array ? v : isTensor(v) ? v.data : null;
     if (data !== null) {
