@@ -131,3 +131,17 @@ test('deno with no permissions on a terminal: no prompt, the WebAssembly build, 
   checkGP(report);
   checkPlans(report);
 });
+
+test('deno with permissions scoped to the project: the native addon, nothing on stderr', () => {
+  // Each permission asked as narrowly as the loader uses it: the package's
+  // folder (read, ffi), the loader's variables, /usr/bin/ldd.
+  const env = { ...process.env, DENO_NO_UPDATE_CHECK: '1', DENO_NO_PROMPT: '1' };
+  delete env.TANGENT_GRAD_WASM;
+  const args = ['run', `--allow-ffi=${root}`, `--allow-read=${project.dir},${root},/usr/bin/ldd`, '--allow-env', 'smoke.mjs'];
+  const r = spawnSync(RUNTIMES.deno.find(), args, { cwd: project.dir, env, encoding: 'utf8', timeout: 120_000 });
+  assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  assert.equal(r.stderr.trim(), '', 'the native addon loads, said nothing');
+  const report = JSON.parse(r.stdout);
+  checkGP(report);
+  checkGPAgainst(report, reference);
+});

@@ -5,8 +5,11 @@
 // await makes a Web Worker that imports it drop the messages that arrive
 // while it loads (Deno and Bun, like browsers, deliver them at once).
 
+import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { totalmem } from 'node:os';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setHardCap } from './budget.js';
 import { loadWasm } from './wasm.js';
 
@@ -35,9 +38,27 @@ function wasmForced() {
   }
 }
 
-/** Whether loading the native addon may go ahead without a prompt: always, but under Deno without the three permissions. */
+/** The variables napi-rs's loader (binding.cjs) reads. */
+const LOADER_VARIABLES = ['NAPI_RS_NATIVE_LIBRARY_PATH', 'NAPI_RS_FORCE_WASI', 'NAPI_RS_WASI_FLAVOR', 'NAPI_RS_ENFORCE_VERSION_CHECK'];
+
+/**
+ * Whether loading the native addon may go ahead without a prompt: always,
+ * but under Deno without what the loader touches, each asked as narrowly
+ * as it is used (so `--allow-read=<the project>` serves): its variables,
+ * the addon read and loaded from this package's folder or (from a
+ * platform package) the folder beside it, and `/usr/bin/ldd` on Linux.
+ */
 function addonAllowed() {
-  return !globalThis.Deno || (denoGrants({ name: 'ffi' }) && denoGrants({ name: 'read' }) && denoGrants({ name: 'env' }));
+  if (!globalThis.Deno) return true;
+  const here = fileURLToPath(new URL('../../', import.meta.url));
+  const local = denoGrants({ name: 'read', path: here }) && readdirSync(here).some((f) => /^grad\..+\.node$/.test(f));
+  const folder = local ? here : dirname(here);
+  return (
+    LOADER_VARIABLES.every((variable) => denoGrants({ name: 'env', variable })) &&
+    denoGrants({ name: 'read', path: folder }) &&
+    denoGrants({ name: 'ffi', path: folder }) &&
+    (globalThis.process?.platform !== 'linux' || denoGrants({ name: 'read', path: '/usr/bin/ldd' }))
+  );
 }
 
 function warnWasm() {
