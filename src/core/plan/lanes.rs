@@ -25,8 +25,15 @@ pub(super) const MAX_LANE_VALUES: usize = 1 << 15;
 /// The most values of a plan replayed in lanes, constants and inputs
 /// included. The lane arenas keep the plan's offsets, so they span
 /// 2·LANES times this, though the pages of the constants' lanes are never
-/// touched: 32 MiB of address space at most.
+/// touched: 32 MiB of address space at most. Under WebAssembly, whose
+/// memory is committed as it grows and never shrinks, 4 MiB as before.
+#[cfg(not(target_arch = "wasm32"))]
 const MAX_LANE_ARENA: usize = 1 << 18;
+#[cfg(target_arch = "wasm32")]
+const MAX_LANE_ARENA: usize = MAX_LANE_VALUES;
+
+/// Lanes in a page of memory (4 KiB).
+const LANES_PER_PAGE: usize = 4096 / (LANES * 8);
 
 /// The values of the nodes that depend on a parameter: at most what a lane
 /// replay holds per lane. Constants, inputs and what depends on them alone
@@ -58,8 +65,8 @@ mod vectors {
 /// The arenas of a lane replay, and which nodes differ from point to point.
 pub struct Lanes {
     arena: Arena,
-    /// How many values the lanes of this replay write, values and adjoints
-    /// each: the rest of the arena (a constant's lanes) is never touched.
+    /// How many lanes of the arena lie in pages this replay writes: the
+    /// rest (a constant's lanes) is never touched, so never resident.
     resident: usize,
     layout: Layout,
     varying: Vec<bool>,
@@ -130,7 +137,7 @@ impl Lanes {
     /// Bytes the lane arenas take in memory: the lanes written, not the
     /// untouched pages of the lanes no step writes.
     pub fn bytes(&self) -> usize {
-        self.arena.bytes().min((2 * self.resident + 1) * LANES * 8)
+        self.arena.bytes().min(self.resident * LANES * 8)
     }
 }
 
@@ -249,11 +256,21 @@ impl Plan {
         let nodes = &self.graph.nodes;
         let in_lanes = |id: usize| matches!(nodes[id].op, Op::TriangularSolve { .. }) && (varying[id] || swept[id]);
         let solved = (0..nodes.len()).filter(|&id| in_lanes(id)).map(|id| nodes[id].parents[0]).collect();
-        // What the lanes write: the nodes that vary or are swept, those
-        // that depend on the fixed slots, and those written into every lane.
-        let held = |id: usize| varying[id] || swept[id] || on_fixed[id];
-        let resident = (0..nodes.len()).filter(|&id| held(id)).map(|id| nodes[id].shape.size()).sum::<usize>()
-            + shown.iter().map(|&id| nodes[id as usize].shape.size()).sum::<usize>();
+        // The pages the lanes write, values and adjoints at the plan's
+        // offsets (`layout` moves a node only into lanes counted here): the
+        // nodes that vary or are swept, those that depend on the fixed
+        // slots, and those written into every lane. A page is resident
+        // whole, and the arena starts anywhere in one: a node's span marks
+        // the page after it too.
+        let mut touched = vec![false; 2 * size / LANES_PER_PAGE + 2];
+        let held = (0..nodes.len()).filter(|&id| varying[id] || swept[id] || on_fixed[id]).chain(shown.iter().map(|&id| id as usize));
+        for r in held.map(|id| nodes[id].range()) {
+            for start in [r.start, size + r.start] {
+                let pages = start / LANES_PER_PAGE..=(start + r.len()) / LANES_PER_PAGE + 1;
+                touched[pages].iter_mut().for_each(|t| *t = true);
+            }
+        }
+        let resident = touched.iter().filter(|&&t| t).count() * LANES_PER_PAGE;
         Some(Lanes { arena: Arena::new(2 * size), resident, layout, varying, on_fixed, steps, swept, uniform, sweep, fixed, shown, solved, first, clear, finite })
     }
 
