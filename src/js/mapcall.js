@@ -6,7 +6,7 @@
 // other call takes. Same plan, same results.
 
 import { N } from './binding.js';
-import { plainArray, typedLength } from './forms.js';
+import { plainArray, sizeOf, typedLength } from './forms.js';
 
 /** The most parameters for which the gradient's maker is compiled (see `maker`). */
 const COMPILED_UP_TO = 256;
@@ -121,7 +121,7 @@ function putInput(v, shape, dst, at) {
     const { data, shape: s } = v;
     if (!(data instanceof Float64Array) || !Array.isArray(s) || s.length !== shape.length) return false;
     for (let d = 0; d < s.length; d++) if (s[d] !== shape[d]) return false;
-    if (typedLength(data) !== (shape.length === 0 ? 1 : shape.length === 1 ? shape[0] : shape[0] * shape[1])) return false;
+    if (typedLength(data) !== sizeOf(shape)) return false;
     dst.set(data, at);
     return true;
   }
