@@ -699,6 +699,35 @@ describe('3. consistency between jvp, hvp, hessian and jacobian', () => {
     for (const h of [G.hessian(big), G.compile(big).hessian]) assert.deepEqual(h(at).hessian, want);
   });
 
+  test('a divisor past 1e154: its derivatives are formed as (g/y)·(x/y), never through y², on every path', () => {
+    const s = (p, i) => G.sum(G.slice(p, [i], [1]));
+    const q = (p) => G.div(s(p, 0), s(p, 1));
+    const close = (got, want) => assert.ok(Math.abs(got - want) <= 1e-15 * Math.abs(want), `${got} vs ${want}`);
+    // x/y at (1e300, 1e160): ∇ = (1/y, −x/y²) = (1e-160, −1e-20); along (0, 1), −1e-20.
+    const rows = [G.grad(q)([1e300, 1e160]), G.jacobian(q)([1e300, 1e160])[0], G.compile(q).jacobian([1e300, 1e160])[0]];
+    for (const g of rows) {
+      close(g[0], 1e-160);
+      close(g[1], -1e-20);
+    }
+    close(G.jvp(q)([1e300, 1e160], [0, 1]).tangent, -1e-20);
+    // x²/y at x = y = 1e200: ∇ = (2x/y, −x²/y²) = (2, −1), H = [[2/y, −2x/y²], [−2x/y², 2x²/y³]] = 1e-200·[[2, −2], [−2, 2]].
+    const h = (p) => G.mul(s(p, 0), q(p));
+    const want = [[2e-200, -2e-200], [-2e-200, 2e-200]];
+    for (const f of [G.hessian(h), G.compile(h).hessian]) {
+      const r = f([1e200, 1e200]);
+      close(r.gradient[0], 2);
+      close(r.gradient[1], -1);
+      r.hessian.forEach((row, i) => row.forEach((x, j) => close(x, want[i][j])));
+    }
+    const hv = G.hvp(h)([1e200, 1e200], [1, 0]).hvp;
+    close(hv[0], 2e-200);
+    close(hv[1], -2e-200);
+    // g·x past the largest double: d/dy 1e300·(1e10/y) at y = 1e10 is −1e300·1e10/y² = −1e290.
+    const scaled = (y) => G.mul(1e300, G.div(1e10, y));
+    close(G.grad(scaled)(1e10), -1e290);
+    close(G.compile(scaled)(1e10).gradient, -1e290);
+  });
+
   test('the Hessian is symmetric and matches finite differences of the gradient, column by column', () => {
     for (const [how, h] of [['eager', G.hessian(f)], ['compiled', G.compile(f).hessian]]) {
       const H = h(x).hessian;
