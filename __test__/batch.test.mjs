@@ -251,7 +251,25 @@ describe('the packed form: a [k, n] tensor for a plan with one [n] parameter', (
     throwsMsg(() => rebuilt(v).batch(pts), 'batch: a [3×2] tensor of points needs a plan with one [2] parameter; this one takes [3]');
     throwsMsg(() => v.batch(tensor(new Float64Array(3), [3])), 'batch: a tensor of points must be shaped [k, n] (k points of a [n] vector), got [3]');
     throwsMsg(() => v.batch({ data: new Float64Array(5), shape: [2, 3] }), 'batch: data length 5 does not match shape [2×3]');
-    throwsMsg(() => v.batch({ data: new Float64Array(0), shape: [2 ** 25, 0] }), 'batch: a tensor of points must be shaped [k, n] (k points of a [n] vector), got [33554432×0]');
+    throwsMsg(() => v.batch({ data: new Float64Array(0), shape: [2 ** 25, 0] }), 'batch: 33554432 points are more than the 16777216 a batch takes');
+  });
+
+  test('points of an empty vector, and no points: checked against the plan as any others', async () => {
+    const f = (x) => add(sum(square(x)), 1);
+    const c = compile(f);
+    const want = { values: Float64Array.of(1, 1), gradients: { data: new Float64Array(0), shape: [2, 0] } };
+    assert.deepEqual(c.batch(tensor(new Float64Array(0), [2, 0])), want);
+    assert.deepEqual(rebuilt(c).batch(tensor(new Float64Array(0), [2, 0])), want);
+    assert.deepEqual(await c.batchAsync(tensor(new Float64Array(0), [2, 0])), want);
+    assert.deepEqual(c.batch([new Float64Array(0), new Float64Array(0)]), [{ value: 1, gradient: [] }, { value: 1, gradient: [] }]);
+    // No points: still a tensor for another plan, where there is a plan to ask.
+    const v = compile(f);
+    v([1, 2, 3]);
+    throwsMsg(() => rebuilt(v).batch(tensor(new Float64Array(0), [0, 2])), 'batch: a [0×2] tensor of points needs a plan with one [2] parameter; this one takes [3]');
+    assert.deepEqual(rebuilt(v).batch(tensor(new Float64Array(0), [0, 3])), { values: new Float64Array(0), gradients: { data: new Float64Array(0), shape: [0, 3] } });
+    const m = compile((p) => add(square(p.a), sum(p.b)));
+    m({ a: 1, b: new Float64Array(0) });
+    throwsMsg(() => rebuilt(m).batch(tensor(new Float64Array(0), [2, 0])), 'batch: a [2×0] tensor of points needs a plan with one [0] parameter; this one takes {a: scalar, b: [0]}');
   });
 });
 

@@ -38,7 +38,7 @@ export function batchPoints(points, options, label) {
     const data = points.data;
     const shape = points.shape;
     const [k, n] = shape;
-    if (shape.length !== 2 || !Number.isInteger(k) || k < 0 || !Number.isInteger(n) || n < 1) {
+    if (shape.length !== 2 || !Number.isInteger(k) || k < 0 || !Number.isInteger(n) || n < 0) {
       throw new Error(`${label}: a tensor of points must be shaped [k, n] (k points of a [n] vector), got ${fmtShape(shape)}`);
     }
     if (k > MAX_POINTS) throw new Error(`${label}: ${k} points are more than the ${MAX_POINTS} a batch takes`);

@@ -275,8 +275,8 @@ export function compileFromJSON(json) {
     const b = batchPoints(points, options, label);
     ins = readOnce(ins);
     if (ins !== undefined) checkInputs(ins, 'compileFromJSON');
-    if (b.k === 0) return emptyBatch(b);
     if (b.packed) replay.checkPacked(b, label);
+    if (b.k === 0) return emptyBatch(b);
     try {
       check(readOnce(b.sample), ins);
     } catch (e) {
