@@ -1,4 +1,4 @@
-//! The WebAssembly binding: the same `api` calls as `binding.rs`, exported
+//! The WebAssembly binding: the same `api` calls as `binding/mod.rs`, exported
 //! with the C ABI over linear memory, for `src/js/wasm.js` to adapt.
 //!
 //! Why not napi through emnapi: every napi call there runs through a
@@ -407,13 +407,22 @@ pub extern "C" fn plan_free(p: u32) {
     })
 }
 
-/// Feed slot `i` from `flat[layout[i]..]` (every offset is into `flat`).
+/// Feed slot `i` from `flat` at the offset `layout[i]`, one per slot
+/// (wasm.js writes every view into `flat` too).
 fn feed(p: &mut Plan, flat: &[f64], layout: &[i32]) -> Result<()> {
+    if layout.len() != p.slot_count() {
+        return crate::fail!("layout does not match the plan");
+    }
     for (i, &at) in layout.iter().enumerate() {
-        let r = api::flat_range(flat.len(), at.max(0) as usize, p.slot_size(i), "argument")?;
-        p.set(i, &flat[r])?;
+        p.set(i, &flat[api::flat_range(flat.len(), offset(at)?, p.slot_size(i), "argument")?])?;
     }
     Ok(())
+}
+
+/// An offset into a flat buffer, as a layout holds it: here never a
+/// view's negative index.
+fn offset(at: i32) -> Result<usize> {
+    usize::try_from(at).or_else(|_| crate::fail!("offset {at} is not in the buffer"))
 }
 
 /// One replay: arguments from scratch 0 at the offsets in scratch 1 (one per
@@ -428,7 +437,7 @@ pub extern "C" fn plan_run(p: u32, flat: u32, slots: u32, grad: u32, params: u32
         let value = api::plan_evaluate(p)?;
         let out = buffer::<f64>(2, grad);
         for (i, &at) in grad_layout.iter().enumerate() {
-            let r = api::flat_range(out.len(), at.max(0) as usize, p.slot_size(i), "gradient")?;
+            let r = api::flat_range(out.len(), offset(at)?, p.slot_size(i), "gradient")?;
             p.gradient(i, &mut out[r])?;
         }
         Ok(value)
@@ -442,16 +451,18 @@ pub extern "C" fn plan_run_flat(p: u32, flat: u32, grad: u32) -> f64 {
     number(with_plan(p, |p| api::plan_run_flat(p, buffer(0, flat), buffer(2, grad))))
 }
 
+/// `plan_run_flat` forward only, for a scalar root: its value.
+#[no_mangle]
+pub extern "C" fn plan_value_flat(p: u32, flat: u32) -> f64 {
+    number(with_plan(p, |p| api::plan_value_flat(p, buffer(0, flat))))
+}
+
 /// A forward replay alone, fed as for `plan_run`; the root's value goes to
 /// scratch 2, `len` values.
 #[no_mangle]
 pub extern "C" fn plan_forward(p: u32, flat: u32, slots: u32, len: u32) -> i32 {
     status(with_plan(p, |p| {
-        let layout = buffer::<i32>(1, slots);
-        if layout.len() != p.slot_count() {
-            return crate::fail!("layout does not match the plan");
-        }
-        feed(p, buffer(0, flat), layout)?;
+        feed(p, buffer(0, flat), buffer(1, slots))?;
         api::plan_forward_into(p, buffer(2, len))
     }))
 }

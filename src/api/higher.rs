@@ -2,7 +2,7 @@
 //! tangents, a tangent plan's outputs, and its forward-mode Jacobian in one
 //! call. (Hessians and reverse Jacobians are batches: `batch::units`.)
 
-use super::{flat_range, with_tape};
+use super::{feed_slots, with_tape};
 use crate::core::error::Result;
 use crate::core::op::Op;
 use crate::core::pattern;
@@ -56,16 +56,6 @@ fn width(p: &Plan, count: usize) -> usize {
     (0..count).map(|i| p.slot_size(i)).sum()
 }
 
-/// Feed slots `which` of `p` from `flat`, one after another from `at`; the end.
-fn feed(p: &mut Plan, which: std::ops::Range<usize>, flat: &[f64], mut at: usize) -> Result<usize> {
-    for i in which {
-        let r = flat_range(flat.len(), at, p.slot_size(i), "argument")?;
-        at = r.end;
-        p.set(i, &flat[r])?;
-    }
-    Ok(at)
-}
-
 /// Refuse a result of `rows`×`cols` past the cap on values, before
 /// anything is allocated for it.
 pub fn check_result(what: &str, rows: usize, cols: usize) -> Result<()> {
@@ -93,7 +83,7 @@ pub fn check_result(what: &str, rows: usize, cols: usize) -> Result<()> {
 /// (a tangent of 0 times an infinite partial is NaN, where a reverse sweep
 /// need not multiply that term), so the caller takes such entries from the
 /// reverse rows.
-pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<&mut Option<Lanes>>) -> Result<bool> {
+pub fn plan_columns(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<&mut Option<Lanes>>) -> Result<bool> {
     forward_jacobian(p, flat, out, lanes)?;
     Ok(out.iter().fold(true, |finite, x| finite & x.is_finite()))
 }
@@ -101,14 +91,14 @@ pub fn plan_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<
 fn forward_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<&mut Option<Lanes>>) -> Result<()> {
     let n = p.params().len() / 2;
     let q = width(p, n);
-    let at = feed(p, 0..n, flat, 0)?;
+    let at = feed_slots(p, 0..n, flat, 0)?;
     let mut unit = Vec::new();
     if unit.try_reserve_exact(q).is_err() {
         return fail!("out of memory: cannot hold {q} more values");
     }
     unit.resize(q, 0.0);
-    feed(p, n..2 * n, &unit, 0)?;
-    feed(p, 2 * n..p.slot_count(), flat, at)?;
+    feed_slots(p, n..2 * n, &unit, 0)?;
+    feed_slots(p, 2 * n..p.slot_count(), flat, at)?;
     let m = p.root_shape().size();
     check_result("jacobian", m, q)?;
     if out.len() != m * q {
@@ -151,7 +141,7 @@ fn forward_jacobian(p: &mut Plan, flat: &[f64], out: &mut [f64], lanes: Option<&
         p.forward()?;
         for k in 0..directions {
             direction(k, &mut unit);
-            feed(p, n..2 * n, &unit, 0)?;
+            feed_slots(p, n..2 * n, &unit, 0)?;
             let column = p.forward_tangent()?;
             for (i, &x) in column.iter().enumerate() {
                 tangents[i * directions + k] = x;

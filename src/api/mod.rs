@@ -1,4 +1,4 @@
-//! What the two bindings (napi in `binding.rs`, WebAssembly in `wasm.rs`)
+//! What the two bindings (napi in `binding/`, WebAssembly in `wasm.rs`)
 //! expose, in plain Rust types: tapes named by id, ops named by code, plans.
 //! Each binding only converts its own argument and error types and calls
 //! these, so both builds run the same code for every call.
@@ -13,7 +13,7 @@ use crate::fail;
 mod higher;
 mod queue;
 mod tapes;
-pub use higher::{plan_jacobian, plan_output_into, tape_colors, tape_jvp};
+pub use higher::{plan_columns, plan_output_into, tape_colors, tape_jvp};
 pub use queue::{tape_apply, tape_finish_queued};
 #[cfg(target_arch = "wasm32")]
 pub use tapes::set_epoch;
@@ -369,15 +369,7 @@ pub fn plan_evaluate(p: &mut Plan) -> Result<f64> {
 /// gradient in `grad`, slot after slot in the plan's order, so no layout
 /// crosses the boundary. Returns the root's value.
 pub fn plan_run_flat(p: &mut Plan, flat: &[f64], grad: &mut [f64]) -> Result<f64> {
-    let mut at = 0;
-    for i in 0..p.slot_count() {
-        let r = flat_range(flat.len(), at, p.slot_size(i), "argument")?;
-        at = r.end;
-        p.set(i, &flat[r])?;
-    }
-    if at != flat.len() {
-        return fail!("argument buffer does not match the plan");
-    }
+    feed_flat(p, flat)?;
     let value = plan_evaluate(p)?;
     let mut at = 0;
     for i in 0..p.params().len() {
@@ -386,6 +378,33 @@ pub fn plan_run_flat(p: &mut Plan, flat: &[f64], grad: &mut [f64]) -> Result<f64
         p.gradient(i, &mut grad[r])?;
     }
     Ok(value)
+}
+
+/// `plan_run_flat` forward only, for a scalar root: its value.
+pub fn plan_value_flat(p: &mut Plan, flat: &[f64]) -> Result<f64> {
+    feed_flat(p, flat)?;
+    match *p.forward()? {
+        [value] => Ok(value),
+        _ => fail!("the root is not a scalar"),
+    }
+}
+
+/// Every slot fed from `flat`, one after another in the plan's order.
+fn feed_flat(p: &mut Plan, flat: &[f64]) -> Result<()> {
+    if feed_slots(p, 0..p.slot_count(), flat, 0)? != flat.len() {
+        return fail!("argument buffer does not match the plan");
+    }
+    Ok(())
+}
+
+/// Feed slots `which` of `p` from `flat`, one after another from `at`; the end.
+pub(crate) fn feed_slots(p: &mut Plan, which: std::ops::Range<usize>, flat: &[f64], mut at: usize) -> Result<usize> {
+    for i in which {
+        let r = flat_range(flat.len(), at, p.slot_size(i), "argument")?;
+        at = r.end;
+        p.set(i, &flat[r])?;
+    }
+    Ok(at)
 }
 
 /// A forward replay on a fed plan alone; the root's value is copied into `out`.

@@ -5,12 +5,12 @@
 use super::{run_into, Failure, Pool, Replicas};
 use crate::core::plan::Plan;
 
-/// A tangent plan's forward Jacobian (`api::plan_jacobian`: `flat` holds
+/// A tangent plan's forward Jacobian (`api::plan_columns`: `flat` holds
 /// the parameters, then the inputs) on one of the pool's replicas, in the
 /// lanes the replica keeps; whether every entry is finite.
 pub fn columns(pool: &Pool, flat: &[f64], out: &mut [f64]) -> crate::core::error::Result<bool> {
     let mut r = pool.take();
-    let result = crate::api::plan_jacobian(&mut r.plan, flat, out, Some(&mut r.lanes));
+    let result = crate::api::plan_columns(&mut r.plan, flat, out, Some(&mut r.lanes));
     pool.give(r);
     result
 }
@@ -43,7 +43,8 @@ pub fn units(mut replicas: Replicas, x: &[f64], inputs: &[f64], rows: &mut [f64]
         filled += plan.slot_size(same);
         same += 1;
     }
-    // Points per batch: all of them unless that would hold more than 2^24 values.
+    // Points per batch: all of them unless that would hold more than 2^24
+    // values, but never fewer than eight (a lane replay's width).
     let per = count.min((1usize << 24) / width).max(8).min(count);
     let (mut params, mut grads, mut values) = (vec![0.0; per * width], vec![0.0; per * width], vec![0.0; per]);
     let mut written = false;

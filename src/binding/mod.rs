@@ -1,7 +1,8 @@
 //! The napi layer: JavaScript values in, `api` calls, JavaScript values out.
-//! Functions take and return only numbers and typed arrays (DESIGN.md: the
-//! cheapest things to pass), plans as externals owned by the JS garbage
-//! collector. Every function catches panics, so none reaches Node.
+//! Functions take numbers and typed arrays where they can (the cheapest
+//! things to pass; the hottest calls take none, ARCHITECTURE.md), plans as
+//! externals owned by the JS garbage collector. Every function catches
+//! panics, so none reaches Node.
 
 use crate::api;
 use crate::core::error::Error as CoreError;
@@ -405,6 +406,11 @@ pub fn plan_select(env: Env, p: &External<PlanCell>) -> Result<()> {
 /// its bound flat buffers at the plan's own offsets.
 #[napi(catch_unwind)]
 pub fn plan_run_selected() -> Result<f64> {
+    with_selected(|p, flat, grad| api::plan_run_flat(p, flat, grad).js())
+}
+
+/// `run` on the selected plan and its bound buffers, arguments and gradients.
+fn with_selected(run: impl FnOnce(&mut Plan, &[f64], &mut [f64]) -> Result<f64>) -> Result<f64> {
     let Some(p) = SELECTED.with(|s| s.borrow().clone()) else {
         return Err(Error::new(Status::GenericFailure, "no plan is selected"));
     };
@@ -414,8 +420,17 @@ pub fn plan_run_selected() -> Result<f64> {
     let Some(Bound { flat, grad }) = bound.as_deref_mut() else {
         return Err(Error::new(Status::GenericFailure, "this plan has no bound buffers"));
     };
+    let flat: &[f64] = flat;
     // SAFETY: two distinct arrays (JavaScript binds two), alive while bound.
-    with_plan(&p, |p| api::plan_run_flat(p, flat, unsafe { grad.as_mut() }).js())
+    with_plan(&p, |p| run(p, flat, unsafe { grad.as_mut() }))
+}
+
+/// `plan_run_selected` forward only, for a plan whose root is a scalar
+/// (a compiled function's `.value`): its value. The bound gradient buffer
+/// is left as it was.
+#[napi(catch_unwind)]
+pub fn plan_value_selected() -> Result<f64> {
+    with_selected(|p, flat, _| api::plan_value_flat(p, flat).js())
 }
 
 /// A forward replay alone, fed from `data` (`[flat, layout, views...]`);

@@ -103,6 +103,10 @@ ops! {
     CholeskyTangent = Op::CholeskyTangent,
 }
 
+/// n×n matrices of scratch a choleskyTangent keeps (`kernels::factor_tangent`):
+/// M, then two that a call overwrites.
+pub const CHOLESKY_TANGENT_AUX: usize = 3;
+
 impl Op {
     /// The name the op is exported under, as written in a plan.
     pub fn name(&self) -> &'static str {
@@ -192,8 +196,7 @@ impl Op {
     pub fn aux_len(&self, parents: &[Shape]) -> usize {
         match self {
             Op::Cholesky => parents[0].size(),
-            // M and two n×n matrices of scratch (kernels/factor_tangent.rs).
-            Op::CholeskyTangent => 3 * parents[0].size(),
+            Op::CholeskyTangent => CHOLESKY_TANGENT_AUX * parents[0].size(),
             Op::TriangularSolve { .. } => parents[1].size(),
             Op::SolveGeneral => {
                 let n = parents[0].rows_cols().0;

@@ -6,7 +6,7 @@ import { fmtShape, isTensor, shownArgument } from './forms.js';
 
 /** The most points one batch takes, and the most values its parameters may hold (as src/batch.rs). */
 const MAX_POINTS = 2 ** 24;
-export const MAX_VALUES = 2 ** 28;
+export const MAX_BATCH_VALUES = 2 ** 28;
 const MAX_THREADS = 256;
 
 /** `options.threads` checked: 0 for the default (the machine's available parallelism). */

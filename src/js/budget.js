@@ -187,7 +187,7 @@ export function revive(h, make) {
 }
 
 /** Mark `h` as just called. */
-export function touch(h) {
+function touch(h) {
   h.used = ++tick;
 }
 

@@ -8,7 +8,7 @@ import { batchPoints, eagerBatch, emptyBatch, pointError, settle } from './batch
 import { Replay, signature, signatureKey } from './replay.js';
 import { build } from './budget.js';
 import { ReadMap, readOnce, readOnceLazily } from './forms.js';
-import { runMap } from './mapcall.js';
+import { runMap, valueMap } from './mapcall.js';
 import { INPUT, retire } from './tape.js';
 import { attachDerivatives } from './derivatives.js';
 import { eagerJacobian, hessian, hvp, jvp } from './higher.js';
@@ -89,26 +89,27 @@ export function compile(f) {
     return entry;
   };
 
-  const c = (x, inputs) => {
+  // A call whose map fits the last plan goes straight into its bound
+  // buffers (`fast`, mapcall.js); any other, `slow`, on its arguments read once.
+  const calling = (fast, slow) => (x, inputs) => {
     const read = readOnceLazily(x);
     const readIn = readOnceLazily(inputs);
     if (read instanceof ReadMap && (readIn === undefined || readIn instanceof ReadMap) && last !== null && !eager) {
-      const result = runMap(last.replay, read, readIn);
+      const result = fast(last.replay, read, readIn);
       if (result !== undefined) return result;
     }
-    x = read instanceof ReadMap ? read.object() : read;
-    inputs = readIn instanceof ReadMap ? readIn.object() : readIn;
+    return slow(read instanceof ReadMap ? read.object() : read, readIn instanceof ReadMap ? readIn.object() : readIn);
+  };
+  const c = calling(runMap, (x, inputs) => {
     const entry = eager ? null : entryFor(x, inputs);
     if (entry === null) return evaluate(f, x, inputs, true, 'compile');
     return entry.replay.run(x, inputs, 'compile');
-  };
-  c.value = (x, inputs) => {
-    x = readOnce(x);
-    inputs = readOnce(inputs);
+  });
+  c.value = calling(valueMap, (x, inputs) => {
     const entry = eager ? null : entryFor(x, inputs);
     if (entry === null) return evaluate(f, x, inputs, false, 'compile');
     return entry.replay.value(x, inputs);
-  };
+  });
   // Many points per call (docs/API.md "Many points per call"): traced at point 0
   // when no plan has its signature; every point must share that signature.
   const batchEntry = (b, inputs, label) => {

@@ -242,7 +242,7 @@ export function attachDerivatives(c, resolve, eager) {
     try {
       // Forward mode where it takes no more passes (one per parameter value against one per
       // output), since each runs forward only; an entry that is not finite is taken from the
-      // reverse rows (`api::plan_jacobian` says why), as the eager jacobian does.
+      // reverse rows (`api::plan_columns` says why), as the eager jacobian does.
       // (The point is read first: a getter of its values may make plans, and the budget release this one's replicas.)
       const tp = q <= m ? tangentOf(base) : null;
       const at = tp === null ? null : tp.point(x, inputs);

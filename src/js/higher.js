@@ -303,12 +303,7 @@ export function eagerJacobian(f) {
         seed[i] = 1;
         sweep(r.t, y._id, seed);
         const row = new Float64Array(q);
-        let at = 0;
-        for (const p of P) {
-          const a = nodeAdjoint(r.t, p._id, p.shape);
-          if (a !== null) row.set(a, at);
-          at += sizeOf(p.shape);
-        }
+        adjointsInto(r.t, P, row, 0);
         rows.push(plainArray(row, 0, q));
       }
       return rows;

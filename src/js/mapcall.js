@@ -150,15 +150,15 @@ function putInputs(replay, state, ins) {
 }
 
 /**
- * `replay.run` for a `ReadMap` of parameters and one of inputs (or
- * undefined), or undefined when they do not fit this path.
+ * Write a `ReadMap` of parameters and one of inputs (or undefined) into
+ * the plan's bound buffer: whether the keys came in the traced order, or
+ * undefined when they do not fit this path (then nothing may be run).
  */
-export function runMap(replay, r, ins) {
-  const state = stateOf(replay);
+function writeMap(replay, state, r, ins) {
   const { keys, vals } = r;
   const n = keys.length;
   const own = replay.keys;
-  if (state === null || n !== own.length || (ins !== undefined) !== replay.hasInputs) return undefined;
+  if (n !== own.length || (ins !== undefined) !== replay.hasInputs) return undefined;
   // A Proxy's trap that `put` runs (instanceof, length) may call this
   // function again, which writes the same buffer: then the general path,
   // which checks every form before it writes.
@@ -178,17 +178,36 @@ export function runMap(replay, r, ins) {
     slots[i] = j;
   }
   if (ins !== undefined && !putInputs(replay, state, ins)) return undefined;
-  if (replay.writes !== writes) return undefined;
+  return replay.writes === writes ? inOrder : undefined;
+}
+
+/**
+ * `replay.run` for a `ReadMap` of parameters and one of inputs (or
+ * undefined), or undefined when they do not fit this path.
+ */
+export function runMap(replay, r, ins) {
+  const state = stateOf(replay);
+  const inOrder = state === null ? undefined : writeMap(replay, state, r, ins);
+  if (inOrder === undefined) return undefined;
   const value = replay.runBound();
   const grads = replay.gradFlat;
   if (inOrder) return { value, gradient: state.make(grads, 0) };
   // The caller's key order.
+  const { keys } = r;
+  const { shapes, offsets } = replay;
   const gradient = {};
-  for (let i = 0; i < n; i++) {
-    const j = slots[i];
+  for (let i = 0; i < keys.length; i++) {
+    const j = state.slots[i];
     gradient[keys[i]] = shapes[j].length === 0 ? grads[offsets[j]] : plainArray(grads, offsets[j], offsets[j] + shapes[j][0]);
   }
   return { value, gradient };
+}
+
+/** `replay.value` the same way: the value alone, or undefined when they do not fit. */
+export function valueMap(replay, r, ins) {
+  const state = stateOf(replay);
+  if (state === null || writeMap(replay, state, r, ins) === undefined) return undefined;
+  return replay.valueBound();
 }
 
 // ---------------------------------------------------------------- batches

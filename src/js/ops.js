@@ -1,6 +1,6 @@
 // The op wrappers: each coerces its operands onto one tape, records the op
-// there (an elementwise op on scalars in the queue, src/js/queue.js; any
-// other with one native call), and returns the Var of the result.
+// there (in the queue where its shapes are known to fit, src/js/queue.js;
+// any other with one native call), and returns the Var of the result.
 
 import { CODE, N } from './binding.js';
 import { eye, fmtShape } from './forms.js';

@@ -5,7 +5,7 @@ import { N } from './binding.js';
 import { checkInputs } from './drivers.js';
 import { attachDerivatives } from './derivatives.js';
 import { ReadMap, readOnce, readOnceLazily } from './forms.js';
-import { runMap } from './mapcall.js';
+import { runMap, valueMap } from './mapcall.js';
 import { batchPoints, emptyBatch, pointError, settle } from './batching.js';
 import { planParts } from './parts.js';
 import { Replay, sigOfShape, signature, signatureKey } from './replay.js';
@@ -243,24 +243,21 @@ export function compileFromJSON(json) {
       );
     }
   };
-  const r = (x, ins) => {
+  // As `compile`'s calls: a map that fits straight into the bound buffers.
+  const calling = (fast, slow) => (x, ins) => {
     const read = readOnceLazily(x);
     const readIn = readOnceLazily(ins);
     if (read instanceof ReadMap && (readIn === undefined || readIn instanceof ReadMap)) {
-      const result = runMap(replay, read, readIn);
+      const result = fast(replay, read, readIn);
       if (result !== undefined) return result;
     }
     x = read instanceof ReadMap ? read.object() : read;
     ins = readIn instanceof ReadMap ? readIn.object() : readIn;
     check(x, ins);
-    return replay.run(x, ins, 'compileFromJSON');
+    return slow(x, ins);
   };
-  r.value = (x, ins) => {
-    x = readOnce(x);
-    ins = readOnce(ins);
-    check(x, ins);
-    return replay.value(x, ins);
-  };
+  const r = calling(runMap, (x, ins) => replay.run(x, ins, 'compileFromJSON'));
+  r.value = calling(valueMap, (x, ins) => replay.value(x, ins));
   // Many points per call: every point at the plan's shapes; point i's
   // misfit says what a single call there would.
   const misfit = (label, ins) => (i, x) => {

@@ -3,7 +3,7 @@
 // caller's forms. Shared by compile and compileFromJSON.
 
 import { N, onCoreReplaced } from './binding.js';
-import { MAX_VALUES, pointError } from './batching.js';
+import { MAX_BATCH_VALUES, pointError } from './batching.js';
 import { mapPoint, packMap } from './mapcall.js';
 import { hold, onReplicas, revive } from './budget.js';
 import { scalarRootError } from './drivers.js';
@@ -147,12 +147,22 @@ export class Replay {
 
   /** The native plan run on the bound buffers (selected first if it is not); its value. */
   runBound() {
+    this.select();
+    return N.planRunSelected();
+  }
+
+  /** `runBound` forward only, for a scalar root: its value, no gradient. */
+  valueBound() {
+    this.select();
+    return N.planValueSelected();
+  }
+
+  select() {
     const h = this.native();
     if (h !== selected) {
       N.planSelect(h);
       selected = h;
     }
-    return N.planRunSelected();
   }
 
   /** The native plan, rebuilt if the budget released it (src/js/budget.js). */
@@ -271,6 +281,7 @@ export class Replay {
 
   value(x, inputs) {
     const views = this.feedAll(x, inputs);
+    if (views.length === 0 && this.rootShape.length === 0) return this.valueBound();
     const out = this.reused('value', sizeOf(this.rootShape));
     N.planForward(this.native(), [this.flat, this.layout, ...views], [out]);
     return toNested({ data: out, shape: this.rootShape });
@@ -390,8 +401,8 @@ export class Replay {
     if (this.rootShape.length !== 0) throw scalarRootError(where, this.rootShape);
     const width = this.width();
     const k = b.k;
-    if (k * width > MAX_VALUES) {
-      throw new Error(`${label || 'async'}: ${k} points of ${width} values are more than the ${MAX_VALUES} values a batch takes`);
+    if (k * width > MAX_BATCH_VALUES) {
+      throw new Error(`${label || 'async'}: ${k} points of ${width} values are more than the ${MAX_BATCH_VALUES} values a batch takes`);
     }
     // The WebAssembly build's smaller room, before the points are read.
     N.batchRoom?.(k, width, label);

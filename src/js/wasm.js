@@ -210,12 +210,17 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
     }
   }
 
-  /** A replay with every argument in `flat` and every gradient to `grad`, at the plan's offsets. */
-  function runFlat(h, flat, grad) {
+  /** A plan's arguments, slot after slot, to scratch 0 (after any other reserve). */
+  function putFlat(flat) {
     reserve(0, flat.length * 8);
-    reserve(2, grad.length * 8);
     heap();
     copy(f64, at[0] >>> 3, flat, flat.length);
+  }
+
+  /** A replay with every argument in `flat` and every gradient to `grad`, at the plan's offsets. */
+  function runFlat(h, flat, grad) {
+    reserve(2, grad.length * 8);
+    putFlat(flat);
     const value = X.plan_run_flat(live(h), flat.length, grad.length);
     if (value !== value && X.failed()) raise();
     get64(2, grad);
@@ -226,8 +231,13 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
 
   /** The queue's arrays (src/js/queue.js), bound once. */
   let queue = null;
-  /** The plan planRunSelected runs. */
+  /** The plan planRunSelected and planValueSelected run. */
   let selected = null;
+  function selectedBound() {
+    if (selected === null) throw new Error('no plan is selected');
+    if (selected.flat === undefined) throw new Error('this plan has no bound buffers');
+    return selected;
+  }
   /** The queue's first `ints` entries to scratch 0 and first `m` numbers to scratch 1, as tape_apply reads them. */
   function putQueue(ints, m) {
     const p0 = reserve(0, 4 * ints) >>> 2;
@@ -369,10 +379,15 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
       selected = h;
     },
     planRunSelected() {
-      const h = selected;
-      if (h === null) throw new Error('no plan is selected');
-      if (h.flat === undefined) throw new Error('this plan has no bound buffers');
+      const h = selectedBound();
       return runFlat(h, h.flat, h.grad);
+    },
+    planValueSelected() {
+      const h = selectedBound();
+      putFlat(h.flat);
+      const value = X.plan_value_flat(live(h), h.flat.length);
+      if (value !== value && X.failed()) raise();
+      return value;
     },
     planForward(h, data, outs) {
       const flat = data[0].slice();
@@ -441,7 +456,7 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
     planColumns(h, flat, out) {
       const n = put64(0, flat);
       reserve(2, out.length * 8);
-      const finite = id(X.plan_jacobian(live(h), n, out.length)) === 1;
+      const finite = id(X.plan_columns(live(h), n, out.length)) === 1;
       get64(2, out);
       return finite;
     },

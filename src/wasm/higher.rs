@@ -58,7 +58,7 @@ pub extern "C" fn plan_primal_gradient(p: u32, len: u32) -> i32 {
 
 /// Arguments in scratch 0; the Jacobian to scratch 2, `len` values.
 #[no_mangle]
-pub extern "C" fn plan_jacobian(p: u32, flat: u32, len: u32) -> i32 {
-    // 1: every entry finite, 0: not (`api::plan_jacobian`), −1: an error.
-    flag(with_plan(p, |p| api::plan_jacobian(p, buffer(0, flat), buffer(2, len), None)))
+pub extern "C" fn plan_columns(p: u32, flat: u32, len: u32) -> i32 {
+    // 1: every entry finite, 0: not (`api::plan_columns`), −1: an error.
+    flag(with_plan(p, |p| api::plan_columns(p, buffer(0, flat), buffer(2, len), None)))
 }

@@ -29,7 +29,7 @@ pub extern "C" fn plan_batch(p: u32, k: u32, params: u32, inputs: u32, label: u3
 pub extern "C" fn plan_units(p: u32, x: u32, inputs: u32, label: u32, rows: u32, primal: u32) -> i32 {
     flag(with_plan(p, |plan| {
         let label = text_arg(3, label)?;
-        let (rows, primal) = buffer::<f64>(2, rows + primal).split_at_mut(rows as usize);
+        let (rows, primal) = buffer::<f64>(2, rows.saturating_add(primal)).split_at_mut(rows as usize);
         let primal = (!primal.is_empty()).then_some(primal);
         batch::units(Replicas::Own(plan), buffer(0, x), buffer(1, inputs), rows, primal).map_err(|f| Error(f.message(label)))
     }))

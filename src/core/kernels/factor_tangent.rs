@@ -14,10 +14,7 @@
 
 use super::matrix;
 use crate::core::linalg::{cholesky_adjoint, lower_matmul, lower_matmul_abar, lower_matmul_bbar, parallel, triangular_solve, triangular_solve_bbar};
-
-/// n×n matrices of scratch the op keeps (`Op::aux_len`): M, then two
-/// that a call overwrites.
-const AUX_MATRICES: usize = 3;
+use crate::core::op::CHOLESKY_TANGENT_AUX as AUX_MATRICES;
 
 /// L̇ into `out` (n×n, zeros above the diagonal) from the factor L and the
 /// tangent Ȧ of the matrix it factors; M stays in `aux` for the adjoints.

@@ -327,7 +327,7 @@ impl Plan {
     /// `fixed` slots: `params` holds the other slots' values, point after
     /// point, `width` values each; element e of point l's root goes to
     /// `out[e * stride + l]` (stride ≥ n). (A forward Jacobian's columns,
-    /// written into its rows: `api::plan_jacobian`.)
+    /// written into its rows: `api::plan_columns`.)
     pub fn replay_lanes_forward(&self, lanes: &mut Lanes, params: &[f64], width: usize, out: &mut [f64], stride: usize) {
         replay_forward(self, lanes, params, width, out, stride)
     }
