@@ -1,9 +1,9 @@
-// A compiled call with a {name: value} map of numbers and flat arrays of
-// numbers (plain or Float64Array), and inputs, if any, in the forms below:
-// a sampler's or an optimizer's call. Its values go straight into the
-// plan's bound buffer, and its gradient object is made in one step, without
-// the per-slot bookkeeping of the general path (`Replay.run`), which any
-// other call takes. Same plan, same results.
+// A compiled call (or its `.value`) with a {name: value} map of numbers and
+// flat arrays of numbers (plain or Float64Array), and inputs, if any, in
+// the forms below: a sampler's or an optimizer's call. Its values go
+// straight into the plan's bound buffer, and its gradient object is made in
+// one step, without the per-slot bookkeeping of the general path
+// (`Replay.run`), which any other call takes. Same plan, same results.
 
 import { N } from './binding.js';
 import { plainArray, sizeOf, typedLength } from './forms.js';

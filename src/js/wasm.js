@@ -123,7 +123,7 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
     const n = lengthOf(data);
     const p = reserve(s, n * 8);
     heap();
-    f64.set(data, p >>> 3);
+    copy(f64, p >>> 3, data, n);
     return n;
   };
   const putU32 = (s, ids) => {
@@ -210,18 +210,10 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
     }
   }
 
-  /** A plan's arguments, slot after slot, to scratch 0 (after any other reserve). */
-  function putFlat(flat) {
-    reserve(0, flat.length * 8);
-    heap();
-    copy(f64, at[0] >>> 3, flat, flat.length);
-  }
-
   /** A replay with every argument in `flat` and every gradient to `grad`, at the plan's offsets. */
   function runFlat(h, flat, grad) {
     reserve(2, grad.length * 8);
-    putFlat(flat);
-    const value = X.plan_run_flat(live(h), flat.length, grad.length);
+    const value = X.plan_run_flat(live(h), put64(0, flat), grad.length);
     if (value !== value && X.failed()) raise();
     get64(2, grad);
     return value;
@@ -384,8 +376,7 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
     },
     planValueSelected() {
       const h = selectedBound();
-      putFlat(h.flat);
-      const value = X.plan_value_flat(live(h), h.flat.length);
+      const value = X.plan_value_flat(live(h), put64(0, h.flat));
       if (value !== value && X.failed()) raise();
       return value;
     },
