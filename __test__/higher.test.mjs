@@ -728,6 +728,24 @@ describe('3. consistency between jvp, hvp, hessian and jacobian', () => {
     close(G.compile(scaled)(1e10).gradient, -1e290);
   });
 
+  test("where a partial is infinite (log at 1e-300), the Hessian's entries that do not meet it are the true ones", () => {
+    const s = (p, i) => G.sum(G.slice(p, [i], [1]));
+    // Σ log x: diag(−1/x²) = [−∞ (−1e600), −1], off the diagonal 0.
+    // log(x₀)·x₁: [[−x₁/x₀², 1/x₀], [1/x₀, 0]] = [[−∞, 1e300], [1e300, 0]].
+    const cases = [
+      [(x) => G.sum(G.log(x)), [1e-300, 1], [[-Infinity, 0], [0, -1]]],
+      [(x) => G.mul(G.log(s(x, 0)), s(x, 1)), [1e-300, 2], [[-Infinity, 1 / 1e-300], [1 / 1e-300, 0]]],
+    ];
+    for (const [f, x, want] of cases) {
+      for (const h of [G.hessian(f), G.compile(f).hessian]) {
+        h(x).hessian.forEach((row, i) => row.forEach((v, j) => {
+          const w = want[i][j];
+          assert.ok(Number.isFinite(w) ? Math.abs(v - w) <= 1e-15 * Math.abs(w) : Object.is(v, w), `[${i}][${j}]: ${v} vs ${w}`);
+        }));
+      }
+    }
+  });
+
   test('the Hessian is symmetric and matches finite differences of the gradient, column by column', () => {
     for (const [how, h] of [['eager', G.hessian(f)], ['compiled', G.compile(f).hessian]]) {
       const H = h(x).hessian;
