@@ -6,7 +6,7 @@
 import { N } from './binding.js';
 import { build, hold, onReplicas, revive } from './budget.js';
 import { scalarRootError } from './drivers.js';
-import { inForms, plainArray, readOnce, setOwn, sizeOf, symmetric, toNested } from './forms.js';
+import { inForms, plainArray, readOnce, sizeOf, symmetric, toNested } from './forms.js';
 import { checkHessianSize, checkJacobianSize, finiteFirst, prefixed, readTangent } from './higher.js';
 
 /** A scalar output's value, read at once. */
@@ -140,10 +140,7 @@ function rowsOf(replay) {
 function outForms(base, x, flat, off) {
   const slots = base.map ? { keys: base.keys, values: base.keys.map((k) => x[k]) } : { keys: null, values: [x] };
   const traced = inForms(slots, base.shapes, flat, off);
-  if (!base.map || inTracedOrder(base, x)) return traced;
-  const out = {};
-  for (const k of Object.keys(x)) setOwn(out, k, traced[k]);
-  return out;
+  return !base.map || inTracedOrder(base, x) ? traced : base.inCallerOrder(x, (j, k) => traced[k]);
 }
 
 /**

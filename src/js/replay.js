@@ -273,10 +273,21 @@ export class Replay {
         at < 0 ? { data: gradViews[-at - 1], shape: [...this.shapes[i]] } : shapeGradient(formOf(values[i]), this.shapes[i], gradFlat, at);
     }
     if (!this.map) return { value, gradient: grads[0] };
-    // The caller's key order, which may differ from the one traced.
-    const gradient = {};
-    for (const k of Object.keys(x)) setOwn(gradient, k, grads[this.slot.get(k)]);
-    return { value, gradient };
+    return { value, gradient: this.inCallerOrder(x, (j) => grads[j]) };
+  }
+
+  /**
+   * A map of results keyed as the caller's map `x` orders its keys, which
+   * may differ from the traced order: `at(j, key)` gives slot j's.
+   */
+  inCallerOrder(x, at) {
+    const out = {};
+    const order = Object.keys(x);
+    for (let n = 0; n < order.length; n++) {
+      const k = order[n];
+      setOwn(out, k, at(this.keys[n] === k ? n : this.slot.get(k), k));
+    }
+    return out;
   }
 
   value(x, inputs) {
@@ -364,16 +375,7 @@ export class Replay {
   unpackPoint(x, values, grads, i) {
     const base = i * this.width();
     if (!this.map) return { value: values[i], gradient: this.gradientIn(0, x, grads, base) };
-    // The caller's key order; usually the traced one, which skips a lookup.
-    const gradient = {};
-    const keys = this.keys;
-    const order = Object.keys(x);
-    for (let n = 0; n < order.length; n++) {
-      const k = order[n];
-      const j = keys[n] === k ? n : this.slot.get(k);
-      setOwn(gradient, k, this.gradientIn(j, x[k], grads, base + this.offsets[j]));
-    }
-    return { value: values[i], gradient };
+    return { value: values[i], gradient: this.inCallerOrder(x, (j, k) => this.gradientIn(j, x[k], grads, base + this.offsets[j])) };
   }
 
   gradientIn(j, v, src, off) {
