@@ -239,6 +239,25 @@ test('a call re-entered from a Proxy trap on an input or a parameter gives its o
   same(inner, { value: 1000, gradient: { a: 10, b: [100, 100] } });
 });
 
+test('re-entered on the general path too (a trap on a vector\'s length or entries): each call its own result', () => {
+  const f = (p) => sum(mul(p.a, p.b));
+  const compiled = G.compile(f);
+  compiled({ a: 1, b: [1, 2] });
+  for (const c of [compiled, G.compileFromJSON(compiled.toJSON())]) {
+    // A trap that calls c again while the outer call writes its arguments.
+    const inner = [];
+    const b = () => new Proxy([3, 4], { get(t, k, r) { if (k === 'length') inner.push(c.value({ a: 100, b: [100, 100] })); return Reflect.get(t, k, r); } });
+    assert.ok(Object.is(c.value({ a: 2, b: b() }), 14));
+    same(c({ a: 2, b: b() }), { value: 14, gradient: { a: 7, b: [2, 2] } });
+    assert.ok(inner.length > 0 && inner.every((v) => v === 20000));
+  }
+  const single = G.compile((b) => sum(mul(b, b)));
+  single([1, 2]);
+  const entries = new Proxy([3, 4], { get(t, k, r) { if (k === '0') single([9, 9]); return Reflect.get(t, k, r); } });
+  same({ value: single(entries).value, gradient: { b: single(entries).gradient } }, { value: 25, gradient: { b: [6, 8] } });
+  assert.ok(Object.is(single.value(entries), 25));
+});
+
 test('[] for an empty vector is refused on this path as on the general one', () => {
   const f = G.compile(({ a }, { y }) => add(square(a), sum(y)));
   same(f({ a: 2 }, { y: new Float64Array(0) }), { value: 4, gradient: { a: 4 } });

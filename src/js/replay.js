@@ -139,8 +139,9 @@ export class Replay {
     this.slot = new Map((keys ?? []).map((k, i) => [k, i]));
     /** The sampler's path's state (src/js/mapcall.js), made at its first call; null where it does not apply. */
     this.mapcall = undefined;
-    /** How many times a call has begun writing `flat`: a call that sees it move under it was re-entered. */
+    /** How many slots calls have written into `flat`: a call that sees it move by more than its own was re-entered. */
     this.writes = 0;
+    this.slots = all.length;
     this.paramNames = map ? keys.map((k) => `parameter "${k}"`) : ['parameter'];
     this.inputNames = inputKeys.map((k) => `input "${k}"`);
   }
@@ -238,11 +239,15 @@ export class Replay {
       return { value, gradient: this.gradFlat[0] };
     }
     if (this.single && inputs === undefined && (Array.isArray(x) || (x instanceof Float64Array && typedLength(x) >= 0 && typedLength(x) <= copiedUpTo()))) {
+      const start = this.writes;
       this.feed(0, x, 'parameter', null);
+      if (this.writes !== start + 1) return this.aside().run(x, inputs, where);
       const value = this.runBound();
       return { value, gradient: shapeGradient(formOf(x), this.shapes[0], this.gradFlat, 0) };
     }
+    const start = this.writes;
     const views = this.feedAll(x, inputs);
+    if (this.writes !== start + this.slots) return this.aside().run(x, inputs, where);
     const np = this.shapes.length;
     const values = this.map ? this.keys.map((k) => x[k]) : [x];
     // Tensor-form parameters of more than COPIED_UP_TO values get their
@@ -277,6 +282,29 @@ export class Replay {
   }
 
   /**
+   * This replay on buffers of its own, for a call that was called again
+   * while it read its arguments (a Proxy's trap, a getter): that inner
+   * call wrote the bound buffers, so this one feeds anew beside them and
+   * runs through the argument lists, never the bound buffers. Same plan,
+   * same bits.
+   */
+  aside() {
+    const aside = Object.create(this);
+    aside.flat = new Float64Array(this.flat.length);
+    aside.layout = Int32Array.from(this.offsets.slice(0, this.layout.length));
+    aside.gradFlat = new Float64Array(this.gradFlat.length);
+    aside.gradLayout = Int32Array.from(this.offsets.slice(0, this.gradLayout.length));
+    aside.native = () => this.native();
+    aside.runBound = () => N.planRun(this.native(), [aside.flat, aside.layout], [aside.gradFlat, aside.gradLayout]);
+    aside.valueBound = () => {
+      const out = new Float64Array(1);
+      N.planForward(this.native(), [aside.flat, aside.layout], [out]);
+      return out[0];
+    };
+    return aside;
+  }
+
+  /**
    * A map of results keyed as the caller's map `x` orders its keys, which
    * may differ from the traced order: `at(j, key)` gives slot j's.
    */
@@ -291,7 +319,9 @@ export class Replay {
   }
 
   value(x, inputs) {
+    const start = this.writes;
     const views = this.feedAll(x, inputs);
+    if (this.writes !== start + this.slots) return this.aside().value(x, inputs);
     if (views.length === 0 && this.rootShape.length === 0) return this.valueBound();
     const out = this.reused('value', sizeOf(this.rootShape));
     N.planForward(this.native(), [this.flat, this.layout, ...views], [out]);
