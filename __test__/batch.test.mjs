@@ -262,7 +262,10 @@ describe('the packed form: a [k, n] tensor for a plan with one [n] parameter', (
     assert.deepEqual(rebuilt(c).batch(tensor(new Float64Array(0), [2, 0])), want);
     assert.deepEqual(await c.batchAsync(tensor(new Float64Array(0), [2, 0])), want);
     assert.deepEqual(c.batch([new Float64Array(0), new Float64Array(0)]), [{ value: 1, gradient: [] }, { value: 1, gradient: [] }]);
-    // No points: still a tensor for another plan, where there is a plan to ask.
+    // No points: still inputs that are not a map, and a tensor for another
+    // plan where there is a plan to ask.
+    throwsMsg(() => compile(f).batch([], 5), 'compile: inputs must be a {name: value} map, got number');
+    throwsMsg(() => rebuilt(c).batch([], 5), 'compileFromJSON: inputs must be a {name: value} map, got number');
     const v = compile(f);
     v([1, 2, 3]);
     throwsMsg(() => rebuilt(v).batch(tensor(new Float64Array(0), [0, 2])), 'batch: a [0×2] tensor of points needs a plan with one [2] parameter; this one takes [3]');

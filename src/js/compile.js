@@ -113,7 +113,6 @@ export function compile(f) {
   // Many points per call (docs/API.md "Many points per call"): traced at point 0
   // when no plan has its signature; every point must share that signature.
   const batchEntry = (b, inputs, label) => {
-    if (inputs !== undefined) checkInputs(inputs, 'compile');
     try {
       return eager ? null : entryFor(b.sample, inputs);
     } catch (e) {
@@ -133,6 +132,8 @@ export function compile(f) {
   const batchWith = (method, label, points, inputs, options) => {
     const b = batchPoints(points, options, label);
     inputs = readOnce(inputs);
+    // Inputs checked first, as a rebuilt plan checks them: even for no points.
+    if (inputs !== undefined) checkInputs(inputs, 'compile');
     if (b.k === 0) return emptyBatch(b);
     const entry = batchEntry(b, inputs, label);
     if (entry === null) return eagerBatch(c, points, b, inputs, label);
