@@ -60,6 +60,7 @@ const producers = [
   ['hessian: the objective must return a scalar, got [2]. Reduce it with sum() or mean() first.', () => G.hessian(twoOut)([1, 2])],
   ['hessian: 20000 parameters make a 20000×20000 Hessian of 400000000 entries, more than the 268435456 a value may hold', () => G.hessian(sq)(new Float64Array(20000))],
   ['jacobian: a 30000×10000 Jacobian holds 300000000 entries, more than the 268435456 a value may hold', () => G.jacobian((x) => G.concat([x, x, x]))(new Float64Array(10000))],
+  ['jacobian: a 16777216×0 Jacobian has too many rows to return as nested arrays', () => G.jacobian((x) => G.add(G.zeros([2 ** 24]), G.sum(x)))(new Float64Array(0))],
   ["jvp: this objective holds a node built outside this package's ops, which has no forward rule.", () => G.jvp(handBuilt)([1, 2], [1, 1])],
   ["hvp: this objective holds a node built outside this package's ops, which has no forward rule.", () => G.hvp(handBuilt)([1, 2], [1, 1])],
   ["hessian: this objective holds a node built outside this package's ops, which has no forward rule.", () => G.hessian(handBuilt)([1, 2])],

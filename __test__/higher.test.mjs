@@ -1698,6 +1698,14 @@ describe('7. errors', () => {
     throwsMsg(() => G.compile(f).jacobian(x), want);
     throwsMsg(() => G.compile(handBuilt).jacobian(x), want);
     assert.ok(performance.now() - t0 < 5000, 'refused at once');
+    // No columns: no entries, but 2^20 + 1 rows of empty arrays, refused as toNested refuses them.
+    const u = new Float64Array(2 ** 20 + 1);
+    const wide = (p) => G.add(u, G.sum(p));
+    const empty = 'jacobian: a 1048577×0 Jacobian has too many rows to return as nested arrays';
+    throwsMsg(() => G.jacobian(wide)(new Float64Array(0)), empty);
+    throwsMsg(() => G.compile(wide).jacobian(new Float64Array(0)), empty);
+    const rows = G.compile((p) => G.add(u.subarray(1), G.sum(p))).jacobian(new Float64Array(0));
+    assert.ok(rows.length === 2 ** 20 && rows.every((r) => Array.isArray(r) && r.length === 0));
   });
 
   test('the wrong shape for a compiled plan\'s signature from a rebuilt plan names the signature', () => {

@@ -198,7 +198,11 @@ const BUILD_OUTPUT = /^(binding\.(cjs|d\.ts)|grad\.[^/]+\.node|src\/js\/grad\.wa
 // documents: the README's table from JAX, its example with its data as
 // inputs and its note on branches, and typings that tie a tangent to its
 // parameters (README +2.5 KB, index.d.ts +1.5 KB, unpacked to 8,471,968).
-const PACKED_BUDGET = 2_475_000;
+// The packed budget raised on 2026-12-07 (thirty-eighth session) from
+// 2,475,000 for .value's forward replay on the bound buffers, the
+// divisor's balanced partial and fallible plan arenas (the addon +3.2 KB,
+// the tarball to 2,477,783).
+const PACKED_BUDGET = 2_490_000;
 const UNPACKED_BUDGET = 8_500_000;
 
 test('the tarball holds only what the package means to ship, within its size budget', () => {

@@ -90,6 +90,35 @@ test('a value memory cannot hold is an Error, before anything is written, and re
   assert.deepEqual(G.valueAndGrad(objective)(at), before);
 });
 
+test('a small plan whose arenas no wasm32 allocation holds is an Error too, not a reset', () => {
+  // 68 KB of JSON declaring a [65536×1024] product and its tanh: values
+  // and adjoints past the 2 GiB one allocation may hold here.
+  const op = (o, parents, args, extra) => ({ kind: 'op', op: o, parents, ...(args ? { args } : {}), ...extra });
+  const plan = {
+    version: 2, input: 'single', root: 11,
+    nodes: [
+      { kind: 'param', shape: [2] },
+      op('concat', Array(32768).fill(0), undefined, { list: true }),
+      op('reshape', [1], [[65536, 1]]),
+      op('reshape', [0], [[1, 2]]),
+      op('slice', [3], [[0, 0], [1, 1]]),
+      op('reshape', [0], [[2, 1]]),
+      op('sum', [0]),
+      op('reshape', [6], [[1, 1]]),
+      op('concat', Array(1024).fill(7), [{ axis: 1 }], { list: true }),
+      op('matmul', [2, 8]),
+      op('tanh', [9]),
+      op('sum', [10]),
+    ],
+  };
+  const v = G.variable([1, 2]);
+  const y = G.sum(G.square(v));
+  assert.throws(() => G.compileFromJSON(plan), /^Error: compileFromJSON: out of memory: cannot hold \d+ more values$|^Error: out of memory: cannot hold \d+ more values$/);
+  y.backward();
+  assert.deepEqual(Array.from(v.grad), [2, 4]);
+  assert.deepEqual(G.valueAndGrad(objective)(at), G.compile(objective)(at));
+});
+
 // Last: it leaves this file's core unusable.
 test('after 127 resets the core is not reset again: every call says so', () => {
   for (let i = 0; i < 200; i++) {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 mod arena;
-pub use arena::grow;
+pub use arena::{grow, zeros};
 
 /// A multiply-rotate hash for the merge table: its keys are a few small
 /// integers, for which SipHash's flood resistance buys nothing and costs a

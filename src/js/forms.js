@@ -204,7 +204,7 @@ function copyRows(x, dst, off, name) {
 /** The most rows a matrix is returned with as nested arrays (the core's cap on values). */
 const MAX_ROWS = 2 ** 28;
 /** The most rows of a matrix with no columns returned as nested (empty) arrays. */
-const MAX_EMPTY_ROWS = 2 ** 20;
+export const MAX_EMPTY_ROWS = 2 ** 20;
 
 export function toNested(t) {
   const { data, shape } = t;

@@ -7,7 +7,7 @@
 
 import { N } from './binding.js';
 import { record, scalarRootError } from './drivers.js';
-import { MAX_VALUES, fmtShape, inForms, isMapForm, plainArray, readOnce, sizeOf, symmetric, toNested } from './forms.js';
+import { MAX_EMPTY_ROWS, MAX_VALUES, fmtShape, inForms, isMapForm, plainArray, readOnce, sizeOf, symmetric, toNested } from './forms.js';
 import { CONST, LEAF, Var, asTensor, current, evaluationTape, leafVar, nodeAdjoint, retire, setCurrent, sweep, variable } from './tape.js';
 
 const ids = (vars) => Uint32Array.from(vars, (v) => v._id);
@@ -52,6 +52,10 @@ export function readTangent(v, keys, shapes, where) {
 export function checkJacobianSize(m, q) {
   if (m * q > MAX_VALUES) {
     throw new Error(`jacobian: a ${m}×${q} Jacobian holds ${m * q} entries, more than the ${MAX_VALUES} a value may hold`);
+  }
+  // Its rows are arrays, which cost as much as values would, though empty (toNested's rule).
+  if (q === 0 && m > MAX_EMPTY_ROWS) {
+    throw new Error(`jacobian: a ${m}×0 Jacobian has too many rows to return as nested arrays`);
   }
 }
 

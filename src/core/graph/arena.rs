@@ -34,6 +34,16 @@ pub fn grow(arena: &mut Vec<f64>, len: usize) -> Result<usize> {
     Ok(at)
 }
 
+/// `len` zeros, allocated zeroed (untouched until written), refusing what
+/// cannot be allocated rather than aborting the process, or panicking
+/// where `len` values pass what one allocation may hold (2 GiB on wasm32).
+pub fn zeros(len: usize) -> Result<Vec<f64>> {
+    let (mut arena, _) = zeroed(len)?;
+    // SAFETY: allocated zeroed with room for `len` values, and zero bits are 0.0.
+    unsafe { arena.set_len(len) };
+    Ok(arena)
+}
+
 /// An empty arena with room for `len` values, allocated zeroed, and the
 /// `ZeroTail` that knows it.
 pub fn zeroed(len: usize) -> Result<(Vec<f64>, ZeroTail)> {

@@ -23,7 +23,7 @@ impl Plan {
         let params: Vec<Slot> = params.iter().map(slot).collect();
         let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
         let moving = params.len();
-        Ok(Plan::of_compact(g, root, &[], params, inputs, moving, passes, false))
+        Plan::of_compact(g, root, &[], params, inputs, moving, passes, false)
     }
 
     /// `adopt` of a trace's graph, whose values are those of a replay at
@@ -37,7 +37,7 @@ impl Plan {
         let params: Vec<Slot> = params.iter().map(slot).collect();
         let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
         let moving = params.len();
-        Ok(Plan::of_compact(g, root, &[], params, inputs, moving, Passes::default(), true))
+        Plan::of_compact(g, root, &[], params, inputs, moving, Passes::default(), true)
     }
 
     /// Whether `adopt` takes `g` as it is.

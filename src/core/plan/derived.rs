@@ -5,6 +5,7 @@
 use super::adjoints::{share_adjoints, sweep, SharedAdjoints};
 use super::{arena_ranges, run_steps, Passes, Plan, Slot, Step};
 use crate::core::error::Result;
+use crate::core::graph::zeros;
 use crate::core::graph::{mark_needs, post_order, Graph, Node};
 use crate::core::op::Op;
 use crate::core::pattern::{self, Colors};
@@ -209,7 +210,7 @@ impl Plan {
                 // No sweep has run: all zeros, so a larger zeroed arena,
                 // untouched until a sweep writes it, rather than zeros
                 // written past the old one (pages faulted in at build).
-                plan.adj.0 = vec![0.0; len];
+                plan.adj.0 = zeros(len)?;
             }
         }
         Ok(plan)

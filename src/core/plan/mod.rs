@@ -17,7 +17,7 @@ use super::error::Result;
 use adjoints::{arena_ranges, share_adjoints, sweep, AdjointArena, SharedAdjoints};
 use compact::compact;
 use current::Current;
-use super::graph::{eval, eval_factored, mark_needs, post_order, post_order_all, Graph, Node};
+use super::graph::{eval, eval_factored, grow, mark_needs, post_order, post_order_all, zeros, Graph, Node};
 use super::kernels::scalar::{self, Formula};
 use super::op::Op;
 use super::shape::Shape;
@@ -269,7 +269,7 @@ impl Plan {
         let params: Vec<Slot> = params.iter().map(slot).collect();
         let inputs: Vec<Slot> = inputs.iter().map(slot).collect();
         let roots = remap(&new_id, roots);
-        Ok(Plan::of_compact(g, roots[0], &roots[1..], params, inputs, moving, passes, false))
+        Plan::of_compact(g, roots[0], &roots[1..], params, inputs, moving, passes, false)
     }
 
     /// A plan of a compacted graph `g`, whose slots are given, and whose
@@ -278,7 +278,7 @@ impl Plan {
     /// replay at the values its leaves hold, and so are the plan's
     /// (`adopt_current`); else its first replay computes them.
     #[allow(clippy::too_many_arguments)]
-    fn of_compact(mut g: Graph, root: u32, outputs: &[u32], params: Vec<Slot>, inputs: Vec<Slot>, moving: usize, passes: Passes, current: bool) -> Plan {
+    fn of_compact(mut g: Graph, root: u32, outputs: &[u32], params: Vec<Slot>, inputs: Vec<Slot>, moving: usize, passes: Passes, current: bool) -> Result<Plan> {
         let all: Vec<u32> = (0..g.nodes.len() as u32).collect();
         let mut needs = if passes.skip_constant_adjoints {
             let mut needs = Vec::new();
@@ -328,9 +328,13 @@ impl Plan {
             (Some((kept, end)), Some(s)) if outputs.is_empty() => {
                 // The adjoints' blocks take turns with the values' (`values::Region`),
                 // over the pages the values held (an adopted trace's, resident).
-                g.values.resize(end.max(s.len), 0.0);
+                let len = end.max(s.len);
+                match len.checked_sub(g.values.len()) {
+                    Some(more) => _ = grow(&mut g.values, more)?,
+                    None => g.values.truncate(len),
+                }
                 s.used -= s.len - kept;
-                Some(values::Region::new(kept, g.values.len() - kept))
+                Some(values::Region::new(kept, g.values.len() - kept)?)
             }
             (blocks, _) => {
                 g.values.truncate(blocks.map_or(usize::MAX, |b| b.1));
@@ -339,7 +343,7 @@ impl Plan {
         };
         // Zeroed lazily by the system: a large adjoint that lies in a shared
         // block leaves its own range untouched, so never resident.
-        let adj = AdjointArena(vec![0.0; if region.is_some() { base } else { shared.as_ref().map_or(g.values.len(), |s| s.len) }]);
+        let adj = AdjointArena(zeros(if region.is_some() { base } else { shared.as_ref().map_or(g.values.len(), |s| s.len) })?);
         g.values.shrink_to_fit();
         g.aux.shrink_to_fit();
         let chains = forward.iter().any(|s| matches!(s, Step::Scalar(s) if s.carried != 0));
@@ -348,7 +352,7 @@ impl Plan {
         let factored = derived::factored(&g.nodes, &varies);
         let outputs = outputs.to_vec();
         let current = Current { values: current, inputs: false };
-        Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying, factored, primal: None, names: None, current, plain_layout, colors: Default::default(), lanes_refused: None }
+        Ok(Plan { graph: g, adj, shared, region, root, params, inputs, forward, backward, needs, chains, clear, outputs, varying, factored, primal: None, names: None, current, plain_layout, colors: Default::default(), lanes_refused: None })
     }
 
     pub fn params(&self) -> &[Slot] {

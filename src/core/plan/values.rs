@@ -6,7 +6,8 @@
 
 use super::adjoints::turning_live;
 use super::{Plan, Step};
-use crate::core::graph::Node;
+use crate::core::error::Result;
+use crate::core::graph::{zeros, Node};
 use crate::core::kernels::{self, scalar, scalar::Formula, Inputs};
 use crate::core::rules;
 use crate::core::linalg::parallel;
@@ -150,14 +151,14 @@ pub(super) struct Region {
 }
 
 impl Region {
-    pub(super) fn new(kept: usize, len: usize) -> Region {
-        Region { kept, zeros: vec![0.0; len] }
+    pub(super) fn new(kept: usize, len: usize) -> Result<Region> {
+        Ok(Region { kept, zeros: zeros(len)? })
     }
 }
 
 impl Clone for Region {
     fn clone(&self) -> Self {
-        Region::new(self.kept, self.zeros.len())
+        Region { kept: self.kept, zeros: vec![0.0; self.zeros.len()] }
     }
 }
 
