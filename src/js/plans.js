@@ -8,7 +8,8 @@ import { ReadMap, readOnce, readOnceLazily } from './forms.js';
 import { runMap, valueMap } from './mapcall.js';
 import { batchPoints, emptyBatch, pointError, settle } from './batching.js';
 import { planParts } from './parts.js';
-import { Replay, sigOfShape, signature, signatureKey } from './replay.js';
+import { Replay } from './replay.js';
+import { sigOfShape, signature, signatureKey } from './signature.js';
 import { build } from './budget.js';
 
 export const HAND_BUILT =
