@@ -198,12 +198,13 @@ const BUILD_OUTPUT = /^(binding\.(cjs|d\.ts)|grad\.[^/]+\.node|src\/js\/grad\.wa
 // documents: the README's table from JAX, its example with its data as
 // inputs and its note on branches, and typings that tie a tangent to its
 // parameters (README +2.5 KB, index.d.ts +1.5 KB, unpacked to 8,471,968).
-// The packed budget raised on 2026-12-07 (thirty-eighth session) from
-// 2,475,000 for .value's forward replay on the bound buffers, the
-// divisor's balanced partial and fallible plan arenas (the addon +3.2 KB,
-// the tarball to 2,477,783).
+// Both raised on 2026-12-07 (thirty-eighth session), from 2,475,000 and
+// 8,500,000, for .value's forward replay on the bound buffers, fallible
+// plan arenas, a call re-entered run aside and signature.js, in the addon
+// and in the sources shipped for builds from source: the tarball to
+// 2,479,782, unpacked to 8,512,729.
 const PACKED_BUDGET = 2_490_000;
-const UNPACKED_BUDGET = 8_500_000;
+const UNPACKED_BUDGET = 8_530_000;
 
 test('the tarball holds only what the package means to ship, within its size budget', () => {
   const unexpected = packedFiles.filter((f) => !SHIPPED.some((re) => re.test(f)));

@@ -172,25 +172,6 @@ pub fn value(f: Formula, k: f64, x: f64, y: f64) -> f64 {
     }
 }
 
-/// g·x/y² from r = 1/y, as (g·2ᵏ·r)·(x·2⁻ᵏ·r) with 2ᵏ taking g and x to
-/// about the same exponent: each factor is then near the square root of
-/// the result, so neither leaves the range of doubles where the result
-/// does not, whatever g and x are (r itself overflows only for |y| below
-/// 5.6e-309, where y² underflowed too). g·x·(1/y²) overflowed y² past
-/// 1.3e154 (a silent 0 at x/y = 1e300/1e160); (g·r)·(x·r) alone fails where
-/// g/y and x/y lie far apart (1e300·(1e-30/1e-10)). Scaling by a power of
-/// two is exact, so in the ordinary range the bits are (g·r)·(x·r)'s. g or
-/// x zero, subnormal or not finite is left unscaled.
-#[inline(always)]
-fn divisor_partial(g: f64, x: f64, r: f64) -> f64 {
-    let exponent = |v: f64| ((v.to_bits() >> 52) & 0x7ff) as i64;
-    let (eg, ex) = (exponent(g), exponent(x));
-    let normal = |e: i64| (1..0x7ff).contains(&e);
-    let k = if normal(eg) && normal(ex) { ((ex - eg) >> 1).clamp(-1022, 1022) } else { 0 };
-    let power = |k: i64| f64::from_bits(((1023 + k) as u64) << 52);
-    (g * power(k) * r) * (x * power(-k) * r)
-}
-
 /// What operand `i` (0 left, 1 right) receives of the adjoint `g` of a
 /// result `out` computed from `x` (and `y`).
 #[inline(always)]
@@ -202,9 +183,13 @@ pub fn partial(f: Formula, k: f64, i: usize, x: f64, y: f64, out: f64, g: f64) -
         (Formula::Mul, 0) => g * y,
         (Formula::Mul, _) => g * x,
         // By reciprocals: a divisor broadcast over a vector (a scale σ)
-        // costs one division for all its elements, not one each.
+        // costs one division for all its elements, not one each. The
+        // divisor's as (g/y)·(x/y), each factor by the reciprocal: never
+        // through y² (which overflows past 1.3e154: the partial was a
+        // silent 0 at 1e300/1e160) nor g·x, and no factor far smaller
+        // than the result (a Hessian's sweep meets g = 1e200, x = 1, y = 1e200).
         (Formula::Div, 0) => g * (1.0 / y),
-        (Formula::Div, _) => -divisor_partial(g, x, 1.0 / y),
+        (Formula::Div, _) => -(g * (1.0 / y)) * (x * (1.0 / y)),
         // Ties go left; a NaN fails the comparison and goes right.
         (Formula::Maximum, 0) => if x >= y { g } else { 0.0 },
         (Formula::Maximum, _) => if x >= y { 0.0 } else { g },
