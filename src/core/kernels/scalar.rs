@@ -184,10 +184,10 @@ pub fn partial(f: Formula, k: f64, i: usize, x: f64, y: f64, out: f64, g: f64) -
         (Formula::Mul, _) => g * x,
         // By reciprocals: a divisor broadcast over a vector (a scale σ)
         // costs one division for all its elements, not one each. The
-        // divisor's as (g/y)·(x/y), each factor by the reciprocal: never
-        // through y² (which overflows past 1.3e154: the partial was a
-        // silent 0 at 1e300/1e160) nor g·x, and no factor far smaller
-        // than the result (a Hessian's sweep meets g = 1e200, x = 1, y = 1e200).
+        // divisor's as (g/y)·(x/y), never through y², which overflows past
+        // 1.3e154 (the partial was a silent 0 at 1e300/1e160), nor g·x; it
+        // fails in turn only where g/y and x/y lie hundreds of orders of
+        // magnitude apart (docs/PERFORMANCE.md says what fixing that costs).
         (Formula::Div, 0) => g * (1.0 / y),
         (Formula::Div, _) => -(g * (1.0 / y)) * (x * (1.0 / y)),
         // Ties go left; a NaN fails the comparison and goes right.
