@@ -164,7 +164,12 @@ export class Replay {
     this.layout[i] = this.offsets[i];
   }
 
+  /**
+   * Feed every slot; the views to pass beside the flat buffer, or null
+   * when another call wrote the buffer meanwhile (then run `aside()`).
+   */
   feedAll(x, inputs) {
+    const start = this.writes;
     const views = [];
     const np = this.shapes.length;
     if (this.map) {
@@ -173,7 +178,7 @@ export class Replay {
       this.feed(0, x, 'parameter', views);
     }
     for (let j = 0; j < this.inputKeys.length; j++) this.feed(np + j, inputs[this.inputKeys[j]], this.inputNames[j], views);
-    return views;
+    return this.writes === start + this.slots ? views : null;
   }
 
   run(x, inputs, where) {
@@ -195,9 +200,8 @@ export class Replay {
       const value = this.runBound();
       return { value, gradient: shapeGradient(formOf(x), this.shapes[0], this.gradFlat, 0) };
     }
-    const start = this.writes;
     const views = this.feedAll(x, inputs);
-    if (this.writes !== start + this.slots) return this.aside().run(x, inputs, where);
+    if (views === null) return this.aside().run(x, inputs, where);
     const np = this.shapes.length;
     const values = this.map ? this.keys.map((k) => x[k]) : [x];
     // Tensor-form parameters of more than COPIED_UP_TO values get their
@@ -269,9 +273,8 @@ export class Replay {
   }
 
   value(x, inputs) {
-    const start = this.writes;
     const views = this.feedAll(x, inputs);
-    if (this.writes !== start + this.slots) return this.aside().value(x, inputs);
+    if (views === null) return this.aside().value(x, inputs);
     if (views.length === 0 && this.rootShape.length === 0) return this.valueBound();
     const out = this.reused('value', sizeOf(this.rootShape));
     N.planForward(this.native(), [this.flat, this.layout, ...views], [out]);
