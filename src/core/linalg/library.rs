@@ -160,9 +160,15 @@ fn finite_rows(a: &[f64], n: usize) -> bool {
     super::parallel::all_rows(a.len() / n.max(1), n, |rows| finite(&a[rows.start * n..rows.end * n]))
 }
 
-/// Whether T's own triangle (diagonal included) is finite.
+/// Whether T's own triangle (diagonal included) is finite. Below order 64
+/// the whole matrix is tried first, in one pass: the other triangle is
+/// usually finite too (a factor's zeros), and row by row the short rows
+/// cost more than the entries (a SEM's 12×12 solves: 5% of its Hessian).
 #[cfg(not(target_arch = "wasm32"))]
 fn finite_triangle(t: &[f64], n: usize, lower: bool) -> bool {
+    if n < 64 && finite(&t[..n * n]) {
+        return true;
+    }
     super::parallel::all_triangle_rows(n, lower, |rows| rows.into_iter().all(|i| finite(if lower { &t[i * n..i * n + i + 1] } else { &t[i * n + i..i * n + n] })))
 }
 

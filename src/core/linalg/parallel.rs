@@ -135,6 +135,9 @@ fn triangle_bands<T: Send>(rows: &mut [T], unit: usize, n: usize, lower: bool, f
 /// `triangle_edges` and tested at once when the triangle is large.
 pub fn all_triangle_rows(n: usize, lower: bool, test: impl Fn(Range<usize>) -> bool + Sync) -> bool {
     all_parts(n * n / 2, n, |part, parts| {
+        if parts == 1 {
+            return test(0..n);
+        }
         let edges = triangle_edges(n, parts, lower);
         let first = if part == 0 { 0 } else { edges[part - 1] };
         test(first..edges[part].max(first))
