@@ -428,3 +428,116 @@ test('zeros and eye refuse what no value can hold before allocating it', () => {
   quick(() => assert.throws(() => G.eye(16385), { message: 'eye: shape [16385×16385] holds more than 268435456 values' }));
   assert.deepEqual(G.zeros([2, 0]), { data: new Float64Array(0), shape: [2, 0] });
 });
+
+test('two copies of the package sharing one loaded addon in a thread each get their own results', async () => {
+  // A second copy of the JavaScript whose addon is the same file (hard-linked
+  // installs, a test runner's second module registry): both copies bind the
+  // thread's queue and select plans in the one addon. Under WebAssembly each
+  // copy has a core of its own.
+  const { cpSync, mkdtempSync, readdirSync, rmSync, symlinkSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const root = new URL('..', import.meta.url).pathname;
+  const dir = mkdtempSync(join(tmpdir(), 'grad-copy-'));
+  try {
+    for (const f of ['index.js', 'package.json', 'binding.cjs']) cpSync(join(root, f), join(dir, f));
+    cpSync(join(root, 'src/js'), join(dir, 'src/js'), { recursive: true });
+    for (const f of readdirSync(root).filter((f) => /^grad\..+\.node$/.test(f))) symlinkSync(join(root, f), join(dir, f));
+    const H = await import(join(dir, 'index.js'));
+    assert.notEqual(H.compile, G.compile);
+    const fa = G.compile((x) => G.mul(x, x));
+    const fb = H.compile((x) => H.exp(x));
+    const ga = G.valueAndGrad((x) => G.sum(G.mul(x, x)));
+    const gb = H.valueAndGrad((x) => H.sum(H.exp(x)));
+    for (let round = 0; round < 3; round++) {
+      assert.deepEqual(fa(3), { value: 9, gradient: 6 });
+      assert.deepEqual(fb(0), { value: 1, gradient: 1 });
+      assert.equal(fa.value(4), 16);
+      assert.deepEqual(ga([3, 4]), { value: 25, gradient: [6, 8] });
+      assert.deepEqual(gb([0, 0]), { value: 2, gradient: [1, 1] });
+      assert.equal(fb.value(0), 1);
+      assert.deepEqual(fa.hessian(5).hessian, [[2]]);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a Proxy around a Float64Array is not taken for one, whose length trap could size a copy', () => {
+  const W = G.tensor(Float64Array.from({ length: 400 }, (_, i) => i % 7), [20, 20]);
+  const other = G.compile((p) => G.sum(G.matmul(W, p)));
+  const x = { data: new Float64Array(20).fill(1), shape: [20, 1] };
+  const before = other(x).value;
+  const f = G.compile((p) => G.sum(G.square(p)));
+  f({ data: new Float64Array(8).fill(1), shape: [8] });
+  // Its length trap claims 1 000 values where the array holds 8: nothing may be copied by that claim.
+  const claims = (n) => new Proxy(new Float64Array(8), { get: (t, k) => (k === 'length' ? n : /^\d+$/.test(k) ? 0.5 : Reflect.get(t, k)) });
+  assert.throws(() => f({ data: claims(1000), shape: [8] }), /must be a number, a non-empty array, or a tensor/);
+  assert.throws(() => f.batch({ data: claims(1000), shape: [1, 8] }), /points must be an array of parameter values, or a \[k, n\] tensor/);
+  assert.equal(other(x).value, before);
+  assert.equal(other.batch([x])[0].value, before);
+  // As a parameter itself, or inside a map, it is refused, as any object that is not an array.
+  const g = G.compile((p) => G.sum(G.square(p)));
+  assert.throws(() => g(claims(8)), /must be a number, a non-empty array, or a tensor/);
+  assert.throws(() => G.valueAndGrad((p) => G.sum(G.square(p.a)))({ a: claims(8) }), /must be a number, a non-empty array, or a tensor/);
+});
+
+test('a packed batch is sized by the Float64Array itself, whatever its length property says later', async () => {
+  const f = G.compile((p) => G.sum(G.square(p)));
+  const k = 1000;
+  const n = 4;
+  for (const call of [(b) => f.batch(b), (b) => f.batchAsync(b)]) {
+    const data = new Float64Array(k * n).fill(1);
+    let reads = 0;
+    Object.defineProperty(data, 'length', { get: () => (reads++ === 0 ? k * n : 0) });
+    const r = await call({ data, shape: [k, n] });
+    assert.equal(r.values.length, k);
+    assert.ok(r.values.every((v) => v === 4));
+    assert.equal(r.gradients.data.length, k * n);
+    assert.ok(r.gradients.data.every((v) => v === 2));
+  }
+});
+
+test('a compiled function whose own buffers a patched built-in detached is an Error, not a read of freed memory', () => {
+  const n = 300000;
+  const f = G.compile((p) => G.add(G.mul(p.a, p.a), G.sum(G.square(p.b))));
+  f({ a: 1, b: new Array(n).fill(1) });
+  const set = Float64Array.prototype.set;
+  let bound = null;
+  Float64Array.prototype.set = function (...a) {
+    if (this.length === n + 1) bound ??= this;
+    return set.apply(this, a);
+  };
+  try {
+    f({ a: 2, b: new Float64Array(n).fill(2) });
+  } finally {
+    Float64Array.prototype.set = set;
+  }
+  assert.ok(bound !== null, 'the patch saw the bound buffer');
+  structuredClone(bound.buffer, { transfer: [bound.buffer] });
+  assert.throws(() => f({ a: 3, b: new Array(n).fill(3) }), /its own buffers were detached/);
+});
+
+test('a compiled .jacobian re-entered from a getter of its inputs keeps its own answer, whichever read fires it', () => {
+  // x₀ = 0 makes log(x₀)'s forward entry infinite, so the reverse rows run after the forward pass.
+  const c = G.compile((p, d) => G.concat([G.mul(p, G.sum(d.s)), G.log(p)]));
+  const outer = JSON.stringify(c.jacobian([0, 2], { s: [1] }));
+  const inner = JSON.stringify(c.jacobian([5, 7], { s: [1] }));
+  assert.equal(outer, JSON.stringify([[1, 0], [0, 1], [null, 0], [0, 0.5]]));
+  let fired = 0;
+  for (let at = 0; at < 30; at++) {
+    let reads = 0;
+    let got = null;
+    const s = new Proxy([1], {
+      get(t, k, r) {
+        if (k === '0' && got === null && reads++ === at) got = JSON.stringify(c.jacobian([5, 7], { s: [1] }));
+        return Reflect.get(t, k, r);
+      },
+    });
+    assert.equal(JSON.stringify(c.jacobian([0, 2], { s })), outer, `fired at read ${at}`);
+    if (got === null) break;
+    assert.equal(got, inner);
+    fired++;
+  }
+  assert.ok(fired >= 2, `the getter fired ${fired} times`);
+});

@@ -211,18 +211,18 @@ test('inputs that do not fit take the general path: a new trace, or its error', 
 test('a call re-entered from a Proxy trap on an input or a parameter gives its own result', () => {
   const f = G.compile(({ a }, { y }) => mul(a, sum(y)));
   f({ a: 2 }, { y: [1, 2] });
-  // `instanceof` on a Proxy runs its getPrototypeOf trap, which calls f
-  // again at other arguments: the outer call must not read the inner's.
+  // A Proxy's trap on the array's length calls f again at other
+  // arguments: the outer call must not read the inner's.
   const reentrant = (target) => {
     let armed = true;
     const inner = [];
     const proxy = new Proxy(target, {
-      getPrototypeOf(t) {
-        if (armed) {
+      get(t, k, r) {
+        if (armed && k === 'length') {
           armed = false;
           inner.push(f({ a: 100 }, { y: [1, 1] }));
         }
-        return Reflect.getPrototypeOf(t);
+        return Reflect.get(t, k, r);
       },
     });
     return { proxy, inner };

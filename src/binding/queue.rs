@@ -28,11 +28,28 @@ thread_local! {
     static QUEUE: RefCell<Option<QueueCell>> = const { RefCell::new(None) };
 }
 
+/// The slot of a queue's arguments that says another copy of the package's
+/// JavaScript bound its own queue since (src/js/queue.js, `own`).
+const REVOKED: usize = 7;
+
+/// Bind this thread's queue. Two copies of the package's JavaScript can
+/// share one loaded addon in a thread (installs hard-linked to one file, a
+/// test runner's second module registry): the copy bound before is told,
+/// in its own arguments, and binds again before it next uses the queue or
+/// a selected plan, which the thread holds for one copy at a time.
 #[napi(catch_unwind)]
 pub fn queue_bind(env: Env, ops: Int32Array, nums: Float64Array, args: Int32Array) -> Result<()> {
-    let first = QUEUE.with(|q| q.borrow_mut().replace(QueueCell { ops, nums, args }).is_none());
-    if first {
-        env.add_env_cleanup_hook((), |()| QUEUE.with(|q| drop(q.borrow_mut().take())))?;
+    let before = QUEUE.with(|q| q.borrow_mut().replace(QueueCell { ops, nums, args }));
+    match before {
+        None => {
+            env.add_env_cleanup_hook((), |()| QUEUE.with(|q| drop(q.borrow_mut().take())))?;
+        }
+        Some(mut before) => {
+            // SAFETY: the other copy's own array, no longer bound, borrowed for this write only.
+            if let Some(flag) = unsafe { before.args.as_mut() }.get_mut(REVOKED) {
+                *flag = 1;
+            }
+        }
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 // Replay's batches: the options and points read and checked, a point's
 // error, the Promise forms, and the batch of an objective no plan can hold.
 
-import { fmtShape, isTensor, shownArgument } from './forms.js';
+import { fmtShape, isTensor, shownArgument, typedLength } from './forms.js';
 
 /** The most points one batch takes, and the most values its parameters may hold (as src/batch.rs). */
 const MAX_POINTS = 2 ** 24;
@@ -42,7 +42,8 @@ export function batchPoints(points, options, label) {
       throw new Error(`${label}: a tensor of points must be shaped [k, n] (k points of a [n] vector), got ${fmtShape(shape)}`);
     }
     if (k > MAX_POINTS) throw new Error(`${label}: ${k} points are more than the ${MAX_POINTS} a batch takes`);
-    if (data.length !== k * n) throw new Error(`${label}: data length ${data.length} does not match shape [${k}×${n}]`);
+    const length = typedLength(data);
+    if (length !== k * n) throw new Error(`${label}: data length ${length} does not match shape [${k}×${n}]`);
     return { packed: true, k, n, data, threads, sample: k > 0 ? { data: data.subarray(0, n), shape: [n] } : null };
   }
   throw new Error(

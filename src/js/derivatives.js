@@ -245,10 +245,13 @@ export function attachDerivatives(c, resolve, eager) {
       const at = tp === null ? null : tp.point(x, inputs);
       const finite = tp !== null && tp.replicas((pool) => N.planColumns(pool, at, out));
       if (!finite) {
-        const point = new Float64Array(q);
-        base.packPoint(x, point, 0);
+        // The point as the forward pass read it: reading the arguments again could run a
+        // getter that calls this function again, which writes `out`, the buffer it reuses.
+        const point = at === null ? new Float64Array(q) : at.subarray(0, q);
+        if (at === null) base.packPoint(x, point, 0);
+        const ins = at === null ? base.packInputs(inputs) : at.subarray(q);
         const rows = tp === null ? out : new Float64Array(m * q);
-        rowsOf(base).units(point, base.packInputs(inputs), 'jacobian', rows);
+        rowsOf(base).units(point, ins, 'jacobian', rows);
         if (rows !== out) finiteFirst(out, rows);
       }
     } catch (e) {

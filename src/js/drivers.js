@@ -3,7 +3,7 @@
 // (valueAndGrad, grad).
 
 import { N } from './binding.js';
-import { ReadMap, fmtShape, formOf, isMapForm, readOnce, readOnceLazily, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
+import { ReadMap, fmtShape, formOf, isF64, isMapForm, readOnce, readOnceLazily, setOwn, shapeGradient, sizeOf, toNested } from './forms.js';
 import { finish, finished } from './queue.js';
 import {
   CONST,
@@ -38,7 +38,7 @@ function slotsOf(x, label) {
 const slotName = (s, i) => (s.map ? `${s.label} "${s.keys[i]}"` : s.label);
 
 export function checkInputs(inputs, where) {
-  if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs) || inputs instanceof Float64Array) {
+  if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs) || isF64(inputs)) {
     throw new Error(`${where}: inputs must be a {name: value} map, got ${typeof inputs}`);
   }
 }

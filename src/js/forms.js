@@ -19,25 +19,24 @@ export function sizeOf(shape) {
 // ---------------------------------------------------------------- tensors
 
 export function isTensor(x) {
-  return x !== null && typeof x === 'object' && x.data instanceof Float64Array && Array.isArray(x.shape);
+  return x !== null && typeof x === 'object' && isF64(x.data) && Array.isArray(x.shape);
 }
 
-/**
- * A typed array's own length, which a subclass's `length` getter cannot
- * misstate: what `set` copies and what the core would read. -1 for what
- * only looks like one (a Proxy around it).
- */
+/** A Float64Array's own length, which a subclass's `length` getter cannot misstate: what `set` copies and what the core reads. */
 const TYPED_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Float64Array.prototype), 'length').get;
-export function typedLength(a) {
-  try {
-    return TYPED_LENGTH.call(a);
-  } catch {
-    return -1;
-  }
-}
+export const typedLength = (a) => TYPED_LENGTH.call(a);
 
-/** A typed array's own length (-1 for a Proxy around one), else `length`: what a value's shape is read from. */
-export const lengthOf = (v) => (v instanceof Float64Array ? typedLength(v) : v.length);
+const TYPED_TAG = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Float64Array.prototype), Symbol.toStringTag).get;
+/**
+ * Whether v is a Float64Array (or a subclass's instance): never a Proxy
+ * around one, which `instanceof` takes for one and whose `length` trap
+ * could then size a copy into the core's memory. A Proxy is read as the
+ * array-like it claims to be, by copying.
+ */
+export const isF64 = (v) => TYPED_TAG.call(v) === 'Float64Array';
+
+/** A Float64Array's own length, else `length`: what a value's shape is read from. */
+export const lengthOf = (v) => (isF64(v) ? typedLength(v) : v.length);
 
 /** The most values one tensor holds: the core's cap. */
 export const MAX_VALUES = 2 ** 28;
@@ -75,15 +74,15 @@ export function tensor(data, shape) {
   // an array-like {length: 2^29} 33 s and 12 GB.
   if (!validShape(shape)) throw new Error('tensor: shape must be up to two non-negative integers');
   const n = sizeOf(shape);
-  if (!(data instanceof Float64Array) && data?.length === undefined && typeof data?.[Symbol.iterator] === 'function') {
+  if (!isF64(data) && data?.length === undefined && typeof data?.[Symbol.iterator] === 'function') {
     checkCap(shape, 'tensor');
     return { data: fromIterable(data, n, shape), shape: Array.from(shape) };
   }
   // SPEC's message first where the lengths differ, as the JavaScript version words it.
-  const length = data instanceof Float64Array ? lengthOf(data) : data?.length;
+  const length = isF64(data) ? lengthOf(data) : data?.length;
   if (length !== n) throw new Error(`data length ${length} does not match shape ${fmtShape(shape)}`);
   checkCap(shape, 'tensor');
-  const d = data instanceof Float64Array ? data : Float64Array.from(data);
+  const d = isF64(data) ? data : Float64Array.from(data);
   // Read again: an array-like's length getter may answer otherwise the second time.
   if (lengthOf(d) !== n) throw new Error(`data length ${lengthOf(d)} does not match shape ${fmtShape(shape)}`);
   return { data: d, shape: Array.from(shape) };
@@ -127,7 +126,7 @@ export function eye(n) {
   return { data, shape: [n, n] };
 }
 
-export const isRow = (r) => Array.isArray(r) || r instanceof Float64Array;
+export const isRow = (r) => Array.isArray(r) || isF64(r);
 
 /**
  * The shape of a value in one of asTensor's forms, checking its structure
@@ -136,7 +135,7 @@ export const isRow = (r) => Array.isArray(r) || r instanceof Float64Array;
 export function shapeOf(x, name) {
   if (typeof x === 'number') return [];
   // Typed arrays by their own length: a subclass's `length` getter may lie.
-  if (x instanceof Float64Array) {
+  if (isF64(x)) {
     if (lengthOf(x) < 0) throw new Error(`${name} must be a number, a non-empty array, or a tensor`);
     return [lengthOf(x)];
   }
@@ -170,7 +169,7 @@ function badElements(name) {
 /** Write a value in any of asTensor's forms (already shaped by `shapeOf`) into dst at off. */
 export function copyInto(x, dst, off, name) {
   if (typeof x === 'number') dst[off] = x;
-  else if (x instanceof Float64Array) dst.set(x, off);
+  else if (isF64(x)) dst.set(x, off);
   else if (isTensor(x)) dst.set(x.data, off);
   else if (isRow(x[0])) copyRows(x, dst, off, name);
   else copyNumbers(x, dst, off, name);
@@ -188,7 +187,7 @@ function copyRows(x, dst, off, name) {
   const n = x[0].length;
   for (let i = 0; i < x.length; i++) {
     const row = x[i];
-    if (row instanceof Float64Array) {
+    if (isF64(row)) {
       dst.set(row, off + i * n);
       continue;
     }
@@ -226,7 +225,7 @@ export function toNested(t) {
 /** How a parameter was given, so its gradient goes back in the same form. */
 export function formOf(v) {
   if (typeof v === 'number') return 'number';
-  if (v instanceof Float64Array) return 'flat';
+  if (isF64(v)) return 'flat';
   if (Array.isArray(v)) return isRow(v[0]) ? 'nested' : 'flat';
   return 'tensor';
 }
@@ -242,11 +241,11 @@ export function setOwn(obj, k, v) {
 
 /** A tensor-like object's two fields, each read once; anything else as it is. */
 function readValueOnce(v) {
-  if (v === null || typeof v !== 'object' || Array.isArray(v) || v instanceof Float64Array) return v;
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || isF64(v)) return v;
   const data = v.data;
   const shape = v.shape;
   // The shape's entries too, once (a long one is refused before it is read).
-  return data instanceof Float64Array && Array.isArray(shape) ? { data, shape: shape.length <= 2 ? shape.slice() : shape } : v;
+  return isF64(data) && Array.isArray(shape) ? { data, shape: shape.length <= 2 ? shape.slice() : shape } : v;
 }
 
 /**
@@ -278,7 +277,7 @@ export class ReadMap {
 
 /** `readOnce`, but a map comes back as a `ReadMap`: a caller with a faster use for it skips making the object. */
 export function readOnceLazily(x) {
-  if (x === null || typeof x !== 'object' || Array.isArray(x) || x instanceof Float64Array) return x;
+  if (x === null || typeof x !== 'object' || Array.isArray(x) || isF64(x)) return x;
   const v = readValueOnce(x);
   if (v !== x) return v;
   const keys = Object.keys(x);
@@ -288,7 +287,7 @@ export function readOnceLazily(x) {
 }
 
 export const isMapForm = (x) =>
-  x !== null && typeof x === 'object' && !Array.isArray(x) && !(x instanceof Float64Array) && !isTensor(x);
+  x !== null && typeof x === 'object' && !Array.isArray(x) && !isF64(x) && !isTensor(x);
 
 /**
  * Entries [from, to) of a typed array as a plain array. Up to eight as an

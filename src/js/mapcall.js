@@ -6,7 +6,7 @@
 // (`Replay.run`), which any other call takes. Same plan, same results.
 
 import { N } from './binding.js';
-import { plainArray, sizeOf, typedLength } from './forms.js';
+import { isF64, plainArray, sizeOf, typedLength } from './forms.js';
 
 /** The most parameters for which the gradient's maker is compiled (see `maker`). */
 const COMPILED_UP_TO = 256;
@@ -95,7 +95,7 @@ function put(v, shape, dst, at) {
     dst[at] = v;
     return true;
   }
-  if (v instanceof Float64Array) {
+  if (isF64(v)) {
     if (typedLength(v) !== shape[0]) return false;
     dst.set(v, at);
     return true;
@@ -116,10 +116,10 @@ function put(v, shape, dst, at) {
  * Float64Arrays) for [m, n]; false if it is none of these.
  */
 function putInput(v, shape, dst, at) {
-  if (v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Float64Array)) {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v) && !isF64(v)) {
     // A tensor, read once into a plain { data, shape } (forms.js, readValueOnce).
     const { data, shape: s } = v;
-    if (!(data instanceof Float64Array) || !Array.isArray(s) || s.length !== shape.length) return false;
+    if (!isF64(data) || !Array.isArray(s) || s.length !== shape.length) return false;
     for (let d = 0; d < s.length; d++) if (s[d] !== shape[d]) return false;
     if (typedLength(data) !== sizeOf(shape)) return false;
     dst.set(data, at);

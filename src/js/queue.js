@@ -27,14 +27,28 @@ const nums = new Float64Array(CAP);
  * The arguments of the core's calls on the queue, which take none: napi
  * spends about 70 ns on a call's arguments, whatever they are.
  */
-const args = new Int32Array(7);
+const args = new Int32Array(8);
+/** The core sets args[REVOKED] when another copy of this package's JavaScript binds its queue in this thread (src/binding/queue.rs). */
+const REVOKED = 7;
 /** Whether the arrays are bound to the core (at the first batch). */
 let bound = false;
 
-function bind() {
+/**
+ * Make this copy of the package the one whose queue (and selected plan,
+ * src/js/replay.js) the core's thread holds, binding its arrays if they
+ * are not bound or another copy bound its own since.
+ */
+export function own() {
+  if (bound && args[REVOKED] === 0) return;
+  args[REVOKED] = 0;
   N.queueBind(ops, nums, args);
   bound = true;
+  for (const f of claimed) f();
 }
+
+/** What forgets the core's thread state this copy remembers (a selected plan) when it binds again. */
+const claimed = [];
+export const onClaim = (f) => claimed.push(f);
 
 /** The tape whose nodes wait here, or null; how many; and the first one's id. */
 let owner = null;
@@ -58,7 +72,7 @@ export function flush() {
   const m = numbers;
   empty();
   t.length = -1; // unknown, should the batch fail
-  if (!bound) bind();
+  own();
   args[0] = t.id;
   args[1] = n;
   args[2] = m;
@@ -80,7 +94,7 @@ export function finish(t, root, swept, ids, total) {
   for (let i = 0; i < ids.length; i++) ops[3 * n + i] = ids[i];
   empty();
   t.length = -1;
-  if (!bound) bind();
+  own();
   args[0] = t.id;
   args[1] = n;
   args[2] = m;

@@ -3,6 +3,7 @@
 // compileFromJSON.
 
 import { N, onCoreReplaced } from './binding.js';
+import { onClaim, own } from './queue.js';
 import { MAX_BATCH_VALUES, pointError } from './batching.js';
 import { mapPoint, packMap } from './mapcall.js';
 import { hold, onReplicas, revive } from './budget.js';
@@ -12,6 +13,7 @@ import {
   copyInto,
   fmtShape,
   formOf,
+  isF64,
   isMapForm,
   isTensor,
   lengthOf,
@@ -48,9 +50,11 @@ const REUSED_UP_TO = 1 << 14;
  * selected once.
  */
 let selected = null;
-onCoreReplaced(() => {
+const forget = () => {
   selected = null;
-});
+};
+onCoreReplaced(forget);
+onClaim(forget);
 
 /**
  * A native plan with what it takes to feed it: the slots' names, shapes
@@ -80,6 +84,8 @@ export class Replay {
     this.gradLayout = new Int32Array(shapes.length);
     // Parameters come first in the flat layout, so their gradients fit in its head.
     this.gradFlat = new Float64Array(this.offsets[shapes.length] ?? total);
+    this.flatLength = total;
+    this.gradLength = typedLength(this.gradFlat);
     // Bound once: a call with everything in these two passes neither.
     N.planBind(plan, this.flat, this.gradFlat);
     /** Whether it was built for calls with an inputs map (possibly empty). */
@@ -109,7 +115,14 @@ export class Replay {
   }
 
   select() {
+    // The core reads and writes these two through pointers bound once. Only
+    // a patched built-in can hand them out, but one that detached them must
+    // meet an Error here, not have the core touch the memory they left.
+    if (typedLength(this.flat) !== this.flatLength || typedLength(this.gradFlat) !== this.gradLength) {
+      throw new Error('a compiled function cannot run: its own buffers were detached (by a patched built-in)');
+    }
     const h = this.native();
+    own(); // another copy of the package may have selected its own plan since
     if (h !== selected) {
       N.planSelect(h);
       selected = h;
@@ -145,12 +158,11 @@ export class Replay {
   feed(i, v, name, views) {
     this.writes++; // see mapcall.js, runMap
     const shape = i < this.shapes.length ? this.shapes[i] : this.inputShapes[i - this.shapes.length];
-    const data = v instanceof Float64Array ? v : isTensor(v) ? v.data : null;
+    const data = isF64(v) ? v : isTensor(v) ? v.data : null;
     if (data !== null) {
-      // A Proxy's length (n = -1) is left for the core to check.
       const n = typedLength(data);
-      if (n >= 0 && n !== sizeOf(shape)) throw new Error(`data length ${n} does not match shape ${fmtShape(shape)}`);
-      if (n >= 0 && n <= copiedUpTo()) {
+      if (n !== sizeOf(shape)) throw new Error(`data length ${n} does not match shape ${fmtShape(shape)}`);
+      if (n <= copiedUpTo()) {
         this.flat.set(data, this.offsets[i]);
         this.layout[i] = this.offsets[i];
         return;
@@ -193,7 +205,7 @@ export class Replay {
       const value = this.runBound();
       return { value, gradient: this.gradFlat[0] };
     }
-    if (this.single && inputs === undefined && (Array.isArray(x) || (x instanceof Float64Array && typedLength(x) >= 0 && typedLength(x) <= copiedUpTo()))) {
+    if (this.single && inputs === undefined && (Array.isArray(x) || (isF64(x) && typedLength(x) <= copiedUpTo()))) {
       const start = this.writes;
       this.feed(0, x, 'parameter', null);
       if (this.writes !== start + 1) return this.aside().run(x, inputs, where);
@@ -325,7 +337,7 @@ export class Replay {
       dst[off] = v;
       return;
     }
-    const data = v instanceof Float64Array ? v : isTensor(v) ? v.data : null;
+    const data = isF64(v) ? v : isTensor(v) ? v.data : null;
     if (data !== null) {
       const shape = i < this.shapes.length ? this.shapes[i] : this.inputShapes[i - this.shapes.length];
       if (lengthOf(data) !== sizeOf(shape)) throw new Error(`data length ${lengthOf(data)} does not match shape ${fmtShape(shape)}`);
@@ -428,7 +440,7 @@ export class Replay {
     try {
       const { params, inputs: ins, mapped, read } = this.packBatch(points, b, inputs, label, where, misfit, scratch);
       const values = scratch ? scratch.values : new Float64Array(k);
-      const grads = scratch ? scratch.grads : new Float64Array(params.length);
+      const grads = scratch ? scratch.grads : new Float64Array(typedLength(params));
       this.replicas((pool) => N.planBatch(pool, params, ins, k, b.threads, label, values, grads));
       if (b.packed) return { values, gradients: { data: grads, shape: [k, b.n] } };
       const out = new Array(k);

@@ -3,11 +3,11 @@
 
 import { compile } from './compile.js';
 import { valueAndGrad } from './drivers.js';
-import { isRow, isTensor } from './forms.js';
+import { isF64, isRow, isTensor } from './forms.js';
 
 function snapshot(x) {
   if (typeof x === 'number') return x;
-  if (x instanceof Float64Array) return x.slice();
+  if (isF64(x)) return x.slice();
   if (Array.isArray(x)) return x.map((r) => (isRow(r) ? Array.from(r) : r));
   if (isTensor(x)) return { data: x.data.slice(), shape: [...x.shape] };
   if (x !== null && typeof x === 'object') {
@@ -27,7 +27,7 @@ function sameList(a, b) {
 /** Whether x still equals a snapshot taken of it, in-place edits included. */
 function unchanged(snap, x) {
   if (typeof snap === 'number') return Object.is(snap, x);
-  if (snap instanceof Float64Array) return x instanceof Float64Array && sameList(snap, x);
+  if (isF64(snap)) return isF64(x) && sameList(snap, x);
   if (Array.isArray(snap)) {
     if (!Array.isArray(x) || x.length !== snap.length) return false;
     for (let i = 0; i < snap.length; i++) {

@@ -3,7 +3,7 @@
 // shared ambient one), leaves and constants, and the reverse sweep.
 
 import { N, onCoreReplaced, replacements } from './binding.js';
-import { MAX_VALUES, copyInto, fmtShape, isRow, isTensor, shapeOf, sizeOf } from './forms.js';
+import { MAX_VALUES, copyInto, fmtShape, isF64, isRow, isTensor, shapeOf, sizeOf } from './forms.js';
 import { QUEUED_VALUES, discard, flush, pendingOn, queueMatrix, queueNumber, queueVector } from './queue.js';
 
 export const CONST = 0;
@@ -361,7 +361,7 @@ export function asTensor(x, name = 'value') {
     shapeOf(x, name); // its shape checked, so no entry crosses as a string
     return x;
   }
-  if (x instanceof Float64Array) return { data: x, shape: shapeOf(x, name) };
+  if (isF64(x)) return { data: x, shape: shapeOf(x, name) };
   const shape = shapeOf(x, name);
   if (sizeOf(shape) > MAX_VALUES) throw new Error(`${name} of shape ${fmtShape(shape)} is too large`);
   const data = new Float64Array(sizeOf(shape));

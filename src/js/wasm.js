@@ -474,7 +474,7 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
       heap();
       const p2 = at[2] >>> 3;
       values.set(f64.subarray(p2, p2 + k));
-      grads.set(f64.subarray(p2 + k, p2 + k + params.length));
+      grads.set(f64.subarray(p2 + k, p2 + k + lengthOf(params)));
     },
     /** Computed at the call, synchronously: the Promise is settled when returned. */
     planBatchAsync(h, params, inputs, k, threads, label) {
@@ -482,7 +482,7 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
         batchInto(h, params, inputs, k, label);
         heap();
         const p2 = at[2] >>> 3;
-        return Promise.resolve(f64.slice(p2, p2 + k + params.length));
+        return Promise.resolve(f64.slice(p2, p2 + k + lengthOf(params)));
       } catch (e) {
         return Promise.reject(internal(e));
       }
@@ -505,8 +505,8 @@ export function loadWasm(bytes = wasmBytes(), math = MATH) {
 
   /** Run a batch; its k values, then its gradients, are left in scratch 2. */
   function batchInto(h, params, inputs, k, label) {
-    binding.batchRoom(k, params.length / k, label);
-    const total = k + params.length;
+    binding.batchRoom(k, lengthOf(params) / k, label);
+    const total = k + lengthOf(params);
     const n = put64(0, params);
     const m = put64(1, inputs);
     const l = putText(3, label);
