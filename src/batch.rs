@@ -185,8 +185,8 @@ pub fn check(p: &Plan, params: usize, inputs: usize, k: usize) -> Result<(), Fai
 /// How many threads a batch of `k` points runs on: `asked` (0 for the
 /// package's thread cap, `linalg::threads`: the machine's available
 /// parallelism unless `TANGENT_GRAD_THREADS` or `set_threads` lowered it,
-/// shared with the evaluations already running on the package's threads,
-/// so that two `batchAsync` calls at once take half each), at most one per
+/// shared with the evaluations already running on the package's threads;
+/// `workers::run_on` then takes only those free), at most one per
 /// point, and fewer when the replicas would take more than `REPLICA_BYTES`
 /// together.
 pub fn threads_for(p: &Plan, asked: usize, k: usize) -> usize {
@@ -418,6 +418,7 @@ fn run_into(
     if values.len() != k || grads.len() != k * width {
         return Err(Failure::whole("result buffers do not match the batch"));
     }
+    let capped = threads == 0; // the default: the cap's threads, only those free
     let (threads, group) = match replicas {
         Replicas::Own(_) => (1, LANES),
         Replicas::Pool(pool) => {
@@ -472,7 +473,7 @@ fn run_into(
                     pool.give(p);
                 })
             };
-            crate::workers::run_on(threads - 1, crate::core::linalg::threads::available().saturating_sub(1), &on_a_replica);
+            crate::workers::run_on(threads - 1, crate::core::linalg::threads::available().saturating_sub(1), capped, &on_a_replica);
             let done = shared.done.load(Ordering::Relaxed) as u64;
             if let Some(per_point) = shared.busy_ns.load(Ordering::Relaxed).checked_div(done) {
                 pool.point_ns.store(per_point.max(1), Ordering::Relaxed);

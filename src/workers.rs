@@ -18,9 +18,16 @@
 //! measured 1.2–1.4× sequential calls, against 1.6–1.7× here), and a long
 //! evaluation there would hold up the file system, DNS and crypto work
 //! that share the pool. A job thread that has just finished spins for the
-//! next job before it sleeps, as a batch thread does. At most the thread
-//! cap's jobs run at once (`TANGENT_GRAD_THREADS=1`: one), whatever the
-//! cores: the others wait their turn on a job thread (`Slots`).
+//! next job before it sleeps, as a batch thread does.
+//!
+//! The thread cap (`TANGENT_GRAD_THREADS`, `setThreads`) bounds the
+//! package's threads at work, counted in `AT_WORK`: a running job takes one,
+//! and a batch at the default thread count takes its threads (the
+//! caller's too, unless it is a job's) from those free when it starts,
+//! never waiting: at least the caller's. A job waits
+//! on its job thread until one is free. So two `batchAsync` calls issued
+//! together run one after the other on every thread of the cap, not on
+//! three threads of a two-thread cap.
 
 use crate::core::linalg::threads::as_worker;
 use std::collections::VecDeque;
@@ -135,9 +142,26 @@ fn keep(want: usize, most: usize) -> usize {
     *n
 }
 
+/// The package's threads at work, against the thread cap (the module's comment).
+#[cfg(not(target_arch = "wasm32"))]
+static AT_WORK: Slots = Slots::new();
+
 /// Run `f` here and on up to `extra` other threads (see the module's comment);
-/// `most_kept` bounds the threads kept parked.
-pub fn run_on(extra: usize, most_kept: usize, f: &(dyn Fn() + Sync)) {
+/// `most_kept` bounds the threads kept parked. With `capped`, only as many
+/// others as the thread cap has free.
+pub fn run_on(extra: usize, most_kept: usize, capped: bool, f: &(dyn Fn() + Sync)) {
+    // The calling thread counts too, unless it is a job's, which holds its slot.
+    #[cfg(not(target_arch = "wasm32"))]
+    let (_taken, extra) = if capped && extra > 0 {
+        let caller = usize::from(!crate::core::linalg::threads::on_worker());
+        let taken = Taken(AT_WORK.take_free(extra + caller, crate::core::linalg::threads::threads()));
+        let extra = taken.0.saturating_sub(caller);
+        (taken, extra)
+    } else {
+        (Taken(0), extra)
+    };
+    #[cfg(target_arch = "wasm32")]
+    let _ = capped;
     if extra == 0 {
         f();
         return;
@@ -203,6 +227,20 @@ impl Slots {
         Slots { running: Mutex::new(0), freed: Condvar::new() }
     }
 
+    /// Up to `n` slots of those free under `most`, taken now without
+    /// waiting; how many (`Taken` gives them back).
+    fn take_free(&self, n: usize, most: usize) -> usize {
+        let mut running = lock(&self.running);
+        let k = n.min(most.saturating_sub(*running));
+        *running += k;
+        k
+    }
+
+    fn give(&self, k: usize) {
+        *lock(&self.running) -= k;
+        self.freed.notify_all();
+    }
+
     /// `f` once fewer than `most()` others run. The wait is re-checked now
     /// and then, so a cap raised while one waits is seen without a release.
     fn run<R>(&self, most: impl Fn() -> usize, f: impl FnOnce() -> R) -> R {
@@ -224,11 +262,24 @@ impl Slots {
     }
 }
 
+/// Slots of `AT_WORK` a batch took, given back when it ends (a panic included).
+#[cfg(not(target_arch = "wasm32"))]
+struct Taken(usize);
+
+#[cfg(not(target_arch = "wasm32"))]
+impl Drop for Taken {
+    fn drop(&mut self) {
+        if self.0 > 0 {
+            AT_WORK.give(self.0);
+        }
+    }
+}
+
 /// Async jobs (the module's comment says why they have threads of their
 /// own). Not under WebAssembly, where async calls run at the call.
 #[cfg(not(target_arch = "wasm32"))]
 mod jobs {
-    use super::{as_worker, lock, next, Slots};
+    use super::{as_worker, lock, next, AT_WORK};
     use crate::core::linalg::threads::threads;
     use std::collections::VecDeque;
     use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -272,12 +323,11 @@ mod jobs {
 
     /// A job thread's life. A job that panics (a bug) ends there, not the thread.
     fn run_jobs(jobs: &'static Jobs) {
-        static RUNNING: Slots = Slots::new();
         loop {
             // The caller, woken by the job just finished, likely waits for
             // this core: it settles that job's Promise and queues the next.
             let job = next(&jobs.queue, &jobs.queued, &jobs.asleep, std::thread::yield_now);
-            let _ = catch_unwind(AssertUnwindSafe(|| RUNNING.run(threads, || as_worker(job))));
+            let _ = catch_unwind(AssertUnwindSafe(|| AT_WORK.run(threads, || as_worker(job))));
         }
     }
 }
@@ -295,7 +345,7 @@ mod tests {
             for _ in 0..200 {
                 let runs = AtomicUsize::new(0);
                 let busy = AtomicUsize::new(0);
-                run_on(extra, 2, &|| {
+                run_on(extra, 2, false, &|| {
                     busy.fetch_add(1, Ordering::SeqCst);
                     runs.fetch_add(1, Ordering::SeqCst);
                     busy.fetch_sub(1, Ordering::SeqCst);
@@ -317,7 +367,7 @@ mod tests {
         for i in 0..60 {
             let (started, ended) = (AtomicUsize::new(0), AtomicUsize::new(0));
             let long = i % 2 == 0;
-            run_on(1, 2, &|| {
+            run_on(1, 2, false, &|| {
                 if std::thread::current().id() == caller {
                     // Long enough for the kept thread to take the offer.
                     std::thread::sleep(SPIN / 4);
@@ -342,7 +392,7 @@ mod tests {
                 s.spawn(|| {
                     for _ in 0..100 {
                         let work = AtomicUsize::new(1000);
-                        run_on(2, 2, &|| {
+                        run_on(2, 2, false, &|| {
                             while work.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| w.checked_sub(1)).is_ok() {
                                 total.fetch_add(1, Ordering::SeqCst);
                             }
@@ -386,6 +436,22 @@ mod tests {
         assert!(failed.is_err());
         assert_eq!(*lock(&slots.running), 0);
         assert_eq!(runs.load(Ordering::SeqCst), 4 * 20 + 6 * 20);
+    }
+
+    #[test]
+    fn slots_taken_without_waiting_are_those_free_and_count_until_given_back() {
+        let slots = Slots::new();
+        assert_eq!(slots.take_free(3, 2), 2, "no more than the cap");
+        assert_eq!(slots.take_free(1, 2), 0, "none free");
+        let waited = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| slots.run(|| 2, || waited.store(true, Ordering::SeqCst)));
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(!waited.load(Ordering::SeqCst), "a job waits while the slots are taken");
+            slots.give(1);
+        });
+        assert!(waited.load(Ordering::SeqCst));
+        assert_eq!(*lock(&slots.running), 1);
     }
 
     #[test]

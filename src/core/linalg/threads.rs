@@ -9,8 +9,8 @@
 //!   shared by the evaluations running (at least one thread). A batch on
 //!   every core thus runs its kernels on one thread each; a single call,
 //!   sync or async, takes every thread of the cap. A batch's default
-//!   thread count is the same share (`batch::threads_for`), so two
-//!   `batchAsync` calls at once take half the cap each.
+//!   thread count is the same share (`batch::threads_for`), of which it
+//!   takes only the threads free (`workers.rs`, `AT_WORK`).
 //! - The threads are rayon's global pool, which faer's `Par::Rayon` runs on
 //!   (sized to the machine, started at the first parallel kernel); the
 //!   caller waits while the pool works, so the threads busy stay at the cap.
@@ -96,6 +96,11 @@ pub fn as_worker<R>(f: impl FnOnce() -> R) -> R {
     }
     let _done = Done;
     f()
+}
+
+/// Whether this thread runs an evaluation of the package's worker threads (`as_worker`).
+pub fn on_worker() -> bool {
+    WORKER.with(|w| w.get())
 }
 
 /// The threads a kernel called now, on this thread, may take: the cap
