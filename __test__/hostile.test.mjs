@@ -515,7 +515,7 @@ test('a compiled function whose own buffers a patched built-in detached is an Er
   }
   assert.ok(bound !== null, 'the patch saw the bound buffer');
   structuredClone(bound.buffer, { transfer: [bound.buffer] });
-  assert.throws(() => f({ a: 3, b: new Array(n).fill(3) }), /its own buffers were detached/);
+  assert.throws(() => f({ a: 3, b: new Array(n).fill(3) }), /own buffers were detached/);
 });
 
 test('a compiled .jacobian re-entered from a getter of its inputs keeps its own answer, whichever read fires it', () => {
@@ -540,4 +540,52 @@ test('a compiled .jacobian re-entered from a getter of its inputs keeps its own 
     fired++;
   }
   assert.ok(fired >= 2, `the getter fired ${fired} times`);
+});
+
+test("the eager queue's buffer detached by a patched built-in is an Error, and the next evaluation is right", () => {
+  const vg = G.valueAndGrad((m) => G.sum(G.mul(m, m)));
+  const m = [Float64Array.from([1, 2]), Float64Array.from([3, 4])];
+  vg(m);
+  const set = Float64Array.prototype.set;
+  let grabbed = null;
+  Float64Array.prototype.set = function (...a) {
+    if (this.length === 1024) grabbed ??= this; // the queue's numbers
+    return set.apply(this, a);
+  };
+  try {
+    vg(m);
+  } finally {
+    Float64Array.prototype.set = set;
+  }
+  assert.ok(grabbed !== null, 'the patch saw the queue');
+  structuredClone(grabbed.buffer, { transfer: [grabbed.buffer] });
+  const s = G.valueAndGrad((x) => G.add(G.mul(x, 7), G.square(G.tanh(x))));
+  assert.throws(() => s(5), /own buffers were detached/);
+  for (let x = 5; x < 9; x++) {
+    const junk = Array.from({ length: 50 }, () => new Float64Array(1024).fill(1e300)); // reuse of freed memory
+    assert.equal(s(x).value, 7 * x + Math.tanh(x) ** 2);
+    assert.equal(junk.length, 50);
+  }
+});
+
+test("a row whose own length property lies is laid out by the length it was sized by", () => {
+  const row = (a, lie) => {
+    const r = Float64Array.from(a);
+    if (lie !== undefined) Object.defineProperty(r, 'length', { value: lie });
+    return r;
+  };
+  const f = (m) => G.sum(G.mul(m, [[1, 10], [100, 1000]]));
+  const lying = () => [row([1, 2], 1), row([3, 4])];
+  assert.equal(G.valueAndGrad(f)(lying()).value, 4321);
+  const c = G.compile(f);
+  c([row([1, 2]), row([3, 4])]);
+  assert.equal(c(lying()).value, 4321);
+});
+
+test("a Float64Array of another realm is a Float64Array", () => {
+  const other = runInNewContext('new Float64Array([1, 2, 3])');
+  assert.ok(!(other instanceof Float64Array));
+  const f = (x) => G.sum(G.square(x));
+  assert.deepEqual(G.valueAndGrad(f)(other), { value: 14, gradient: [2, 4, 6] });
+  assert.deepEqual(G.compile(f)(other), G.valueAndGrad(f)([1, 2, 3]));
 });

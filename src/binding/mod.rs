@@ -195,8 +195,10 @@ impl std::ops::Deref for PlanCell {
 
 /// A Replay's flat argument and gradient buffers (src/js/replay.js), bound
 /// to its plan once so that a call converts no typed array: each held by a
-/// reference, and read or written in place. They are the Replay's own and
-/// never handed to the caller, so nothing detaches them.
+/// reference, and read or written in place. They are the Replay's own,
+/// two ranges of one ArrayBuffer never handed to the caller: only a patched
+/// built-in can reach them, and JavaScript checks that they were not
+/// detached before each call that runs on them (`Replay.select`).
 struct Bound {
     flat: Float64Array,
     grad: Float64Array,
@@ -373,7 +375,7 @@ pub fn plan_run(p: &External<PlanCell>, data: Array, grads: Array) -> Result<f64
 }
 
 /// Bind the buffers `plan_run_selected` reads its arguments from and writes
-/// its gradients to (two distinct arrays).
+/// its gradients to (two arrays that do not overlap).
 #[napi(catch_unwind)]
 pub fn plan_bind(p: &External<PlanCell>, flat: Float64Array, grad: Float64Array) -> Result<()> {
     let Ok(mut bound) = p.bound.try_borrow_mut() else {

@@ -8,8 +8,9 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::cell::RefCell;
 
-/// The buffers JavaScript queues nodes in (src/js/queue.js): the queue's
-/// own, never handed out, so nothing detaches them.
+/// The buffers JavaScript queues nodes in (src/js/queue.js), on one
+/// ArrayBuffer. Only a patched built-in can reach them; JavaScript checks
+/// that they were not detached before each call that reads them.
 struct QueueCell {
     ops: Int32Array,
     nums: Float64Array,

@@ -135,10 +135,7 @@ export const isRow = (r) => Array.isArray(r) || isF64(r);
 export function shapeOf(x, name) {
   if (typeof x === 'number') return [];
   // Typed arrays by their own length: a subclass's `length` getter may lie.
-  if (isF64(x)) {
-    if (lengthOf(x) < 0) throw new Error(`${name} must be a number, a non-empty array, or a tensor`);
-    return [lengthOf(x)];
-  }
+  if (isF64(x)) return [typedLength(x)];
   if (Array.isArray(x)) {
     if (x.length === 0) throw new Error(`${name} must be a number, a non-empty array, or a tensor`);
     const first = x[0];
@@ -184,7 +181,7 @@ function copyNumbers(x, dst, off, name) {
 }
 
 function copyRows(x, dst, off, name) {
-  const n = x[0].length;
+  const n = lengthOf(x[0]); // as shapeOf read it: a row's own `length` property may lie
   for (let i = 0; i < x.length; i++) {
     const row = x[i];
     if (isF64(row)) {

@@ -159,7 +159,7 @@ function writeMap(replay, state, r, ins) {
   const n = keys.length;
   const own = replay.keys;
   if (n !== own.length || (ins !== undefined) !== replay.hasInputs) return undefined;
-  // A Proxy's trap that `put` runs (instanceof, length) may call this
+  // A Proxy's trap that `put` runs (on its length or entries) may call this
   // function again, which writes the same buffer: then the general path,
   // which checks every form before it writes.
   const writes = ++replay.writes;

@@ -21,15 +21,24 @@ const CAP = 1024;
 export const QUEUED_VALUES = 256;
 /** A leaf entry's length for a matrix (api/queue.rs). */
 const MATRIX = -2;
-const ops = new Int32Array(3 * CAP);
-const nums = new Float64Array(CAP);
-/**
- * The arguments of the core's calls on the queue, which take none: napi
- * spends about 70 ns on a call's arguments, whatever they are.
- */
-const args = new Int32Array(8);
 /** The core sets args[REVOKED] when another copy of this package's JavaScript binds its queue in this thread (src/binding/queue.rs). */
 const REVOKED = 7;
+/**
+ * The queue's entries, its numbers, and the arguments of the core's calls
+ * on it, which take none (napi spends about 70 ns on a call's arguments,
+ * whatever they are). One buffer holds all three, so that if it is
+ * detached (only a patched built-in can reach it), args reads undefined.
+ */
+let ops;
+let nums;
+let args;
+function makeArrays() {
+  const buffer = new ArrayBuffer(8 * CAP + 4 * (3 * CAP) + 4 * (REVOKED + 1));
+  nums = new Float64Array(buffer, 0, CAP);
+  ops = new Int32Array(buffer, 8 * CAP, 3 * CAP);
+  args = new Int32Array(buffer, 8 * CAP + 4 * (3 * CAP), REVOKED + 1);
+}
+makeArrays();
 /** Whether the arrays are bound to the core (at the first batch). */
 let bound = false;
 
@@ -40,6 +49,13 @@ let bound = false;
  */
 export function own() {
   if (bound && args[REVOKED] === 0) return;
+  if (args[REVOKED] === undefined) {
+    // The core must not keep its pointers into memory the buffer left; what waited is lost.
+    makeArrays();
+    empty();
+    bound = false;
+    throw new Error("the package's own buffers were detached (by a patched built-in)");
+  }
   args[REVOKED] = 0;
   N.queueBind(ops, nums, args);
   bound = true;
@@ -106,7 +122,7 @@ export function finish(t, root, swept, ids, total) {
 }
 
 /** Where `finish` leaves the gradients. */
-export const finished = nums;
+export { nums as finished };
 
 /** Forget what waits for tape t (it is being emptied). */
 export function discard(t) {

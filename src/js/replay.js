@@ -79,13 +79,15 @@ export class Replay {
       this.offsets.push(total);
       total += sizeOf(s);
     }
-    this.flat = new Float64Array(total);
     this.layout = new Int32Array(all.length);
     this.gradLayout = new Int32Array(shapes.length);
     // Parameters come first in the flat layout, so their gradients fit in its head.
-    this.gradFlat = new Float64Array(this.offsets[shapes.length] ?? total);
+    // One buffer holds both, so one length tells whether it was detached (`select`).
+    const gradLength = this.offsets[shapes.length] ?? total;
+    const buffer = new ArrayBuffer(8 * (total + gradLength));
+    this.flat = new Float64Array(buffer, 0, total);
+    this.gradFlat = new Float64Array(buffer, 8 * total, gradLength);
     this.flatLength = total;
-    this.gradLength = typedLength(this.gradFlat);
     // Bound once: a call with everything in these two passes neither.
     N.planBind(plan, this.flat, this.gradFlat);
     /** Whether it was built for calls with an inputs map (possibly empty). */
@@ -115,11 +117,12 @@ export class Replay {
   }
 
   select() {
-    // The core reads and writes these two through pointers bound once. Only
-    // a patched built-in can hand them out, but one that detached them must
-    // meet an Error here, not have the core touch the memory they left.
-    if (typedLength(this.flat) !== this.flatLength || typedLength(this.gradFlat) !== this.gradLength) {
-      throw new Error('a compiled function cannot run: its own buffers were detached (by a patched built-in)');
+    // The core reads and writes flat and gradFlat through pointers bound
+    // once. Only a patched built-in can hand them out, but one that detached
+    // their buffer must meet an Error here, not have the core touch the
+    // memory it left.
+    if (typedLength(this.flat) !== this.flatLength) {
+      throw new Error("the package's own buffers were detached (by a patched built-in)");
     }
     const h = this.native();
     own(); // another copy of the package may have selected its own plan since
