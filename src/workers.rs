@@ -26,8 +26,8 @@
 //! caller's too, unless it is a job's) from those free when it starts,
 //! never waiting: at least the caller's. A job waits
 //! on its job thread until one is free. So two `batchAsync` calls issued
-//! together run one after the other on every thread of the cap, not on
-//! three threads of a two-thread cap.
+//! together run on at most the cap's threads (most often one after the
+//! other), not on three threads of a two-thread cap.
 
 use crate::core::linalg::threads::as_worker;
 use std::collections::VecDeque;
