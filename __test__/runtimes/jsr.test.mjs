@@ -111,7 +111,12 @@ test('deno publish --dry-run passes, offline, slow-type check included', () => {
 // of the documents and the JavaScript (error rows per function, a paragraph
 // for Stan users, when caps apply, collected plans freed, arrays copied
 // under WebAssembly): README.md, index.d.ts and src/js, the package 1,202,353.
-const JSR_BUDGET = 1_215_000;
+// Raised on 2026-12-07 (thirty-ninth session) from 1,215,000 for what three
+// reviews asked of the JavaScript boundary (a Float64Array recognised by its
+// intrinsic tag, the queue and a Replay's buffers checked for detachment, two
+// copies of the package sharing one addon) and the README's thread rule: the
+// package 1,215,586.
+const JSR_BUDGET = 1_230_000;
 
 test('it would publish the WebAssembly build and the typings, and nothing native, no tests, no build tree', () => {
   for (const f of ['jsr.json', jsr.exports['.'].replace(/^\.\//, ''), 'index.d.ts', 'package.json', 'src/js/browser.js', 'src/js/wasm.js', WASM_CORE]) {
