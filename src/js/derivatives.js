@@ -247,9 +247,13 @@ export function attachDerivatives(c, resolve, eager) {
       if (!finite) {
         // The point as the forward pass read it: reading the arguments again could run a
         // getter that calls this function again, which writes `out`, the buffer it reuses.
-        const point = at === null ? new Float64Array(q) : at.subarray(0, q);
-        if (at === null) base.packPoint(x, point, 0);
-        const ins = at === null ? base.packInputs(inputs) : at.subarray(q);
+        let point = at?.subarray(0, q);
+        let ins = at?.subarray(q);
+        if (at === null) {
+          point = new Float64Array(q);
+          base.packPoint(x, point, 0);
+          ins = base.packInputs(inputs);
+        }
         const rows = tp === null ? out : new Float64Array(m * q);
         rowsOf(base).units(point, ins, 'jacobian', rows);
         if (rows !== out) finiteFirst(out, rows);

@@ -79,7 +79,7 @@ export function tensor(data, shape) {
     return { data: fromIterable(data, n, shape), shape: Array.from(shape) };
   }
   // SPEC's message first where the lengths differ, as the JavaScript version words it.
-  const length = isF64(data) ? lengthOf(data) : data?.length;
+  const length = isF64(data) ? typedLength(data) : data?.length;
   if (length !== n) throw new Error(`data length ${length} does not match shape ${fmtShape(shape)}`);
   checkCap(shape, 'tensor');
   const d = isF64(data) ? data : Float64Array.from(data);

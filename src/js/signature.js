@@ -1,7 +1,7 @@
 // The shape signature compiled plans are cached and matched by, and that
 // messages print (SPEC §7).
 
-import { isF64, isMapForm, isRow, isTensor, lengthOf } from './forms.js';
+import { isF64, isMapForm, isRow, isTensor, lengthOf, typedLength } from './forms.js';
 
 /** A shape's part of a signature: `s`, `v<n>` or `<m>x<n>`. */
 export function sigOfShape(s) {
@@ -10,7 +10,7 @@ export function sigOfShape(s) {
 
 function sigOf(v) {
   if (typeof v === 'number') return 's';
-  if (isF64(v)) return `v${lengthOf(v)}`;
+  if (isF64(v)) return `v${typedLength(v)}`;
   if (Array.isArray(v)) return isRow(v[0]) ? `${v.length}x${lengthOf(v[0])}` : `v${v.length}`;
   if (isTensor(v)) return sigOfShape(v.shape);
   return '?';
@@ -19,7 +19,7 @@ function sigOf(v) {
 /** Whether v, in any parameter form, has this shape (what a signature compares). */
 export function sameShape(v, shape) {
   if (typeof v === 'number') return shape.length === 0;
-  if (isF64(v)) return shape.length === 1 && lengthOf(v) === shape[0];
+  if (isF64(v)) return shape.length === 1 && typedLength(v) === shape[0];
   if (Array.isArray(v)) {
     if (isRow(v[0])) return shape.length === 2 && v.length === shape[0] && lengthOf(v[0]) === shape[1];
     return shape.length === 1 && v.length === shape[0];
